@@ -1,0 +1,33 @@
+# The template's own checks. `make test` is what CI runs (through .ci/run).
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+
+.DEFAULT_GOAL := help
+.PHONY: help install lint test bake clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
+
+install: $(VENV)/.installed ## create .venv with the template's pinned tooling
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade 'pip>=25.1'
+	$(BIN)/python -m pip install --quiet --group dev
+	@touch $@
+
+lint: install ## ruff and mypy over the hooks and the template's tests
+	$(BIN)/ruff check hooks tests
+	$(BIN)/ruff format --check hooks tests
+	$(BIN)/mypy
+
+test: lint ## bake every combination and run each generated project's checks
+	$(BIN)/pytest
+
+bake: install ## bake the default project into build/ to look at it
+	rm -rf build && $(BIN)/cookiecutter . --no-input -o build
+	@echo "baked into build/$$(ls build)"
+
+clean: ## remove the virtualenv and baked projects
+	rm -rf $(VENV) build

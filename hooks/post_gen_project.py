@@ -1,0 +1,89 @@
+"""Trim the options not chosen, record the answers, and say what to do next.
+
+Runs inside the generated project directory. Answers are decoded from JSON at run time,
+never pasted into code.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+# Jinja's tojson escapes every ' as \u0027, so the raw string cannot be closed early.
+ANSWERS: dict[str, object] = json.loads(r'''{{ cookiecutter | tojson }}''')  # fmt: skip
+
+PACKAGE_DIR = Path("src") / str(ANSWERS["package_name"])
+CONTRACT_TESTS = Path("tests") / "contract"
+
+# Each offset store lives in its own module with its own dependencies. SQLite is kept in
+# every project: it is the zero-setup store for local runs and the demo.
+OPTIONAL_FILES: dict[str, dict[str, list[Path]]] = {
+    "offset_store": {
+        "postgres": [
+            PACKAGE_DIR / "ledger" / "postgres_store.py",
+            CONTRACT_TESTS / "test_postgres_store.py",
+        ],
+        "filesystem": [
+            PACKAGE_DIR / "ledger" / "filesystem_store.py",
+            CONTRACT_TESTS / "test_filesystem_store.py",
+        ],
+    },
+}
+
+# Keys cookiecutter adds for its own bookkeeping; they describe this machine, not the project.
+LOCAL_KEYS = {"_output_dir", "_repo_dir", "_checkout", "_extensions", "__prompts__"}
+
+
+def remove_unchosen_files() -> None:
+    for field, files_by_choice in OPTIONAL_FILES.items():
+        chosen = ANSWERS[field]
+        for choice, paths in files_by_choice.items():
+            if choice == chosen:
+                continue
+            for path in paths:
+                if not path.exists():
+                    sys.exit(f"ERROR: template is broken: {path} (for {field}={choice}) is missing")
+                path.unlink()
+
+
+def write_answers() -> None:
+    """Write the answers in cookiecutter's replay format.
+
+    `cookiecutter --replay-file .cookiecutter.json <template>` regenerates the project, and
+    cruft reads the same {"cookiecutter": {...}} shape as its context.
+    """
+    answers = {key: value for key, value in ANSWERS.items() if key not in LOCAL_KEYS}
+    Path(".cookiecutter.json").write_text(
+        json.dumps({"cookiecutter": answers}, indent=2, sort_keys=True) + "\n", encoding="utf-8"
+    )
+
+
+def print_next_steps() -> None:
+    slug = ANSWERS["project_slug"]
+    package = ANSWERS["package_name"]
+    print(
+        f"""
+Generated {slug}.
+
+Next steps:
+  cd {slug}
+  make install        # virtualenv in .venv with the pinned, tested versions
+  make test           # lint, type checks, unit and Kafka integration tests
+  .venv/bin/{package} --help
+
+Kafka for the integration tests: Testcontainers when Docker runs, otherwise a local
+broker from PyPI; KAFKA_BOOTSTRAP_SERVERS points them at your own.
+"""
+    )
+
+
+def main() -> int:
+    remove_unchosen_files()
+    write_answers()
+    print_next_steps()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,151 @@
+"""Refuse bad answers before cookiecutter writes a single file.
+
+Answers arrive as one JSON document decoded at run time, never pasted into code, so a
+quote, a backslash or template syntax in an answer is data here, not Python.
+Exits 1 with one line per broken rule, each naming the field, the value and the rule.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import keyword
+import re
+import sys
+from pathlib import Path
+from types import ModuleType
+
+# Jinja's tojson escapes every ' as \u0027, so the raw string cannot be closed early.
+ANSWERS: dict[str, object] = json.loads(r'''{{ cookiecutter | tojson }}''')  # fmt: skip
+
+SLUG = re.compile(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)*")
+PACKAGE = re.compile(r"[a-z_][a-z0-9_]*")
+EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
+# A generated package with one of these names would shadow what it imports.
+RESERVED_PACKAGES = {"pyspark", "py4j", "confluent_kafka", "kafka", "test", "tests", "src"}
+CHOICES = {
+    "sink_format": ("parquet", "orc"),
+    "kafka_connector": ("python", "builtin"),
+    "offset_store": ("sqlite", "postgres", "filesystem"),
+}
+
+
+def load_validation_rules() -> ModuleType:
+    """Load the generated package's own rules module, so hook and project share one source."""
+    repo_dir = Path(str(ANSWERS["_repo_dir"]))
+    candidates = sorted(repo_dir.glob("*/src/*/validation.py"))
+    if len(candidates) != 1:
+        sys.exit(f"ERROR: template is broken: expected one validation.py, found {candidates}")
+    spec = importlib.util.spec_from_file_location("template_validation_rules", candidates[0])
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    # dataclasses resolve the module through sys.modules while the class is created.
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def text(field: str) -> str:
+    value = ANSWERS.get(field, "")
+    return value if isinstance(value, str) else str(value)
+
+
+def check_single_line(field: str) -> str | None:
+    value = text(field)
+    if not value.strip():
+        return f"{field}={value!r}: must not be empty"
+    if any(ch in value for ch in "\r\n\t\x00"):
+        return f"{field}={value!r}: must be a single line without tabs or control characters"
+    return None
+
+
+def check_slug() -> str | None:
+    value = text("project_slug")
+    if not SLUG.fullmatch(value):
+        return (
+            f"project_slug={value!r}: use lowercase letters, digits and single hyphens, "
+            "starting with a letter (e.g. 'page-views-pipeline')"
+        )
+    return None
+
+
+def check_package() -> str | None:
+    value = text("package_name")
+    if not value.isidentifier() or not PACKAGE.fullmatch(value):
+        return (
+            f"package_name={value!r}: must be a lowercase Python identifier "
+            "(letters, digits, underscores; not starting with a digit)"
+        )
+    if keyword.iskeyword(value) or keyword.issoftkeyword(value):
+        return f"package_name={value!r}: is a Python keyword"
+    if value in sys.stdlib_module_names or value in RESERVED_PACKAGES:
+        return f"package_name={value!r}: would shadow the module of the same name it imports"
+    return None
+
+
+def check_email() -> str | None:
+    value = text("author_email")
+    if not EMAIL.fullmatch(value):
+        return f"author_email={value!r}: is not an e-mail address (e.g. 'team@example.com')"
+    return None
+
+
+def check_choices() -> list[str]:
+    return [
+        f"{field}={text(field)!r}: must be one of {', '.join(allowed)}"
+        for field, allowed in CHOICES.items()
+        if text(field) not in allowed
+    ]
+
+
+# window_spec() names its fields without the prefix the template's answers use.
+WINDOW_FIELDS = {
+    "duration": "window_duration",
+    "slide": "window_slide",
+    "watermark_delay": "watermark_delay",
+}
+
+
+def check_topic(rules: ModuleType) -> str | None:
+    try:
+        rules.check_kafka_topic(text("kafka_topic"))
+    except rules.InvalidValueError as error:
+        return f"kafka_topic={text('kafka_topic')!r}: {error}"
+    return None
+
+
+def check_window(rules: ModuleType) -> str | None:
+    try:
+        rules.window_spec(text("window_duration"), text("window_slide"), text("watermark_delay"))
+    except rules.InvalidValueError as error:
+        field = WINDOW_FIELDS[error.field]
+        return f"{field}={text(field)!r}: {error}"
+    return None
+
+
+def main() -> int:
+    rules = load_validation_rules()
+    problems = [
+        problem
+        for problem in (
+            check_single_line("project_name"),
+            check_single_line("description"),
+            check_single_line("author_name"),
+            check_slug(),
+            check_package(),
+            check_email(),
+            check_topic(rules),
+            check_window(rules),
+        )
+        if problem
+    ]
+    problems += check_choices()
+    for problem in problems:
+        print(f"ERROR: {problem}", file=sys.stderr)
+    if problems:
+        print("Nothing was generated. Fix the value(s) above and run again.", file=sys.stderr)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

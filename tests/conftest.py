@@ -1,0 +1,93 @@
+"""Shared helpers for the template's self-tests: bake projects and run tools inside them."""
+
+from __future__ import annotations
+
+import atexit
+import functools
+import itertools
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+import pytest
+from cookiecutter.main import cookiecutter
+
+TEMPLATE_DIR = Path(__file__).resolve().parents[1]
+CHOICE_FIELDS = ("sink_format", "kafka_connector", "offset_store")
+CHOICES: dict[str, list[str]] = {
+    field: json.loads((TEMPLATE_DIR / "cookiecutter.json").read_text())[field]
+    for field in CHOICE_FIELDS
+}
+DEFAULT_COMBINATION: dict[str, str] = {field: values[0] for field, values in CHOICES.items()}
+ALL_COMBINATIONS: list[dict[str, str]] = [
+    dict(zip(CHOICE_FIELDS, values, strict=True))
+    for values in itertools.product(*(CHOICES[field] for field in CHOICE_FIELDS))
+]
+BIN_DIR = Path(sys.executable).parent
+# What tools leave behind when run inside the template; cookiecutter would bake it too.
+WORKING_DEBRIS = (".venv", "build", "__pycache__", ".mypy_cache", ".ruff_cache", ".pytest_cache")
+
+
+@functools.cache
+def clean_template() -> Path:
+    """A copy of the template without caches, so tests bake what a fresh clone bakes."""
+    parent = Path(tempfile.mkdtemp(prefix="template-"))
+    atexit.register(shutil.rmtree, parent, ignore_errors=True)
+    copy = parent / TEMPLATE_DIR.name
+    shutil.copytree(
+        TEMPLATE_DIR, copy, ignore=shutil.ignore_patterns(".git", *WORKING_DEBRIS), symlinks=True
+    )
+    return copy
+
+
+def combination_id(combination: Mapping[str, str]) -> str:
+    return "-".join(combination[field] for field in CHOICE_FIELDS)
+
+
+def bake(output_dir: Path, **answers: str) -> Path:
+    """Generate a project without prompting and return its directory."""
+    return Path(
+        cookiecutter(
+            str(clean_template()),
+            no_input=True,
+            extra_context=dict(answers),
+            output_dir=str(output_dir),
+        )
+    )
+
+
+def run_tool(
+    args: list[str], cwd: Path, *, env: Mapping[str, str] | None = None, timeout: float = 900
+) -> subprocess.CompletedProcess[str]:
+    """Run a command, failing the test with its full output when it exits non-zero."""
+    full_env = {**os.environ, **(env or {})}
+    full_env["PATH"] = f"{BIN_DIR}{os.pathsep}{full_env.get('PATH', '')}"
+    result = subprocess.run(
+        args, cwd=cwd, env=full_env, capture_output=True, text=True, timeout=timeout, check=False
+    )
+    if result.returncode != 0:
+        pytest.fail(
+            f"{' '.join(args)} exited {result.returncode} in {cwd}\n"
+            f"--- stdout ---\n{result.stdout[-6000:]}\n--- stderr ---\n{result.stderr[-6000:]}"
+        )
+    return result
+
+
+@pytest.fixture(scope="session")
+def baked_projects(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Every combination of the choice variables, baked once per session."""
+    root = tmp_path_factory.mktemp("baked")
+    return {
+        combination_id(combination): bake(root / combination_id(combination), **combination)
+        for combination in ALL_COMBINATIONS
+    }
+
+
+@pytest.fixture
+def default_project(baked_projects: dict[str, Path]) -> Iterator[Path]:
+    yield baked_projects[combination_id(DEFAULT_COMBINATION)]

@@ -1,0 +1,130 @@
+"""Every combination of choices bakes exactly the expected files, with no template left over."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from conftest import ALL_COMBINATIONS, CHOICE_FIELDS, combination_id
+
+PACKAGE = "src/page_views_pipeline"
+
+COMMON_FILES = {
+    ".cookiecutter.json",
+    ".github/workflows/ci.yml",
+    ".gitignore",
+    "Makefile",
+    "README.md",
+    "constraints.txt",
+    "docs/ARCHITECTURE.md",
+    "pipeline.toml",
+    "pyproject.toml",
+    f"{PACKAGE}/__init__.py",
+    f"{PACKAGE}/__main__.py",
+    f"{PACKAGE}/app/__init__.py",
+    f"{PACKAGE}/app/configuration.py",
+    f"{PACKAGE}/cli.py",
+    f"{PACKAGE}/defaults.toml",
+    f"{PACKAGE}/errors.py",
+    f"{PACKAGE}/ledger/__init__.py",
+    f"{PACKAGE}/ledger/errors.py",
+    f"{PACKAGE}/ledger/records.py",
+    f"{PACKAGE}/ledger/sqlite_store.py",
+    f"{PACKAGE}/ledger/store.py",
+    f"{PACKAGE}/py.typed",
+    f"{PACKAGE}/redaction.py",
+    f"{PACKAGE}/settings.py",
+    f"{PACKAGE}/validation.py",
+    "tests/conftest.py",
+    "tests/contract/conftest.py",
+    "tests/contract/test_offset_store_contract.py",
+    "tests/contract/test_sqlite_store.py",
+    "tests/integration/test_kafka_backend_smoke.py",
+    "tests/support/__init__.py",
+    "tests/support/kafka_backends.py",
+    "tests/support/offset_stores.py",
+    "tests/support/spark.py",
+    "tests/support/waiting.py",
+    "tests/unit/test_cli.py",
+    "tests/unit/test_kafka_backend_choice.py",
+    "tests/unit/test_layers.py",
+    "tests/unit/test_redaction.py",
+    "tests/unit/test_settings.py",
+    "tests/unit/test_validation.py",
+}
+FILES_PER_CHOICE = {
+    ("offset_store", "postgres"): {
+        f"{PACKAGE}/ledger/postgres_store.py",
+        "tests/contract/test_postgres_store.py",
+    },
+    ("offset_store", "filesystem"): {
+        f"{PACKAGE}/ledger/filesystem_store.py",
+        "tests/contract/test_filesystem_store.py",
+    },
+}
+# "${{ ... }}" is a GitHub Actions expression, meant to survive baking.
+TEMPLATE_LEFTOVER = re.compile(r"(?<!\$)\{\{|\{%|cookiecutter\.")
+
+
+def expected_files(combination: dict[str, str]) -> set[str]:
+    files = set(COMMON_FILES)
+    for choice in combination.items():
+        files |= FILES_PER_CHOICE.get(choice, set())
+    return files
+
+
+def generated_files(project: Path) -> set[str]:
+    return {
+        path.relative_to(project).as_posix()
+        for path in project.rglob("*")
+        if path.is_file() and "__pycache__" not in path.parts
+    }
+
+
+@pytest.mark.parametrize("combination", ALL_COMBINATIONS, ids=combination_id)
+def test_bakes_exactly_the_expected_files(
+    baked_projects: dict[str, Path], combination: dict[str, str]
+) -> None:
+    project = baked_projects[combination_id(combination)]
+    assert project.name == "page-views-pipeline"
+    assert generated_files(project) == expected_files(combination)
+
+
+@pytest.mark.parametrize("combination", ALL_COMBINATIONS, ids=combination_id)
+def test_no_template_syntax_is_left(
+    baked_projects: dict[str, Path], combination: dict[str, str]
+) -> None:
+    project = baked_projects[combination_id(combination)]
+    leftovers = [
+        f"{name}: {match.group()!r}"
+        for name in sorted(generated_files(project))
+        if name != ".cookiecutter.json"  # the answers file names its keys on purpose
+        for match in TEMPLATE_LEFTOVER.finditer((project / name).read_text(encoding="utf-8"))
+    ]
+    assert leftovers == []
+
+
+@pytest.mark.parametrize("combination", ALL_COMBINATIONS, ids=combination_id)
+def test_answers_are_recorded_in_replay_format(
+    baked_projects: dict[str, Path], combination: dict[str, str]
+) -> None:
+    project = baked_projects[combination_id(combination)]
+    answers = json.loads((project / ".cookiecutter.json").read_text())["cookiecutter"]
+    assert {field: answers[field] for field in CHOICE_FIELDS} == combination
+    assert answers["package_name"] == "page_views_pipeline"
+    assert not {"_output_dir", "_repo_dir", "_checkout"} & answers.keys()
+
+
+@pytest.mark.parametrize("combination", ALL_COMBINATIONS, ids=combination_id)
+def test_choices_reach_the_generated_settings_and_dependencies(
+    baked_projects: dict[str, Path], combination: dict[str, str]
+) -> None:
+    project = baked_projects[combination_id(combination)]
+    defaults = (project / PACKAGE / "defaults.toml").read_text()
+    assert f'format = "{combination["sink_format"]}"' in defaults
+    assert f'connector = "{combination["kafka_connector"]}"' in defaults
+    assert f'store = "{combination["offset_store"]}"' in defaults
+    wants_psycopg = combination["offset_store"] == "postgres"
+    assert ("psycopg" in (project / "pyproject.toml").read_text()) is wants_psycopg

@@ -1,0 +1,5 @@
+"""Allow ``python -m <package>``."""
+
+from .cli import main
+
+raise SystemExit(main())
