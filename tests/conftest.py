@@ -33,6 +33,15 @@ BIN_DIR = Path(sys.executable).parent
 WORKING_DEBRIS = (".venv", "build", "__pycache__", ".mypy_cache", ".ruff_cache", ".pytest_cache")
 
 
+# Lines from the generated project's own test run, repeated at the end of this run's report.
+GENERATED_PROJECT_REPORT: list[str] = []
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    for line in GENERATED_PROJECT_REPORT:
+        terminalreporter.write_line(f"default project's pytest header: {line}")
+
+
 @functools.cache
 def clean_template() -> Path:
     """A copy of the template without caches, so tests bake what a fresh clone bakes."""
