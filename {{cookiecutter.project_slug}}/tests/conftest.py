@@ -1,4 +1,4 @@
-"""Test-wide fixtures and hooks: the Kafka test backend and the ``integration`` marker.
+"""Test-wide fixtures and hooks: the Kafka test backend, Spark and the ``integration`` marker.
 
 ``tests/`` is on ``sys.path`` (pytest ``pythonpath``), so helpers import as ``support.*``.
 """
@@ -9,7 +9,9 @@ import os
 from collections.abc import Iterator
 
 import pytest
+from pyspark.sql import SparkSession
 
+import support.spark
 from support.kafka_backends import (
     BACKEND_CHOICES,
     BACKEND_ENV_VAR,
@@ -62,3 +64,11 @@ def kafka_backend(pytestconfig: pytest.Config) -> Iterator[KafkaBackend]:
         pytest.fail(str(choice), pytrace=False)
     with start_kafka_backend(choice) as backend:
         yield backend
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[SparkSession]:
+    """One SparkSession for the whole run, started only if some test asks for it."""
+    session = support.spark.build_test_spark_session("tests")
+    yield session
+    session.stop()

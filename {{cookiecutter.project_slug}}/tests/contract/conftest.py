@@ -15,7 +15,6 @@ from pyspark.sql import SparkSession
 # Import layout that holds whatever the package is named: a straight import sorts before
 # the package's from-imports, and trailing commas keep those exploded at any name length.
 import support.offset_stores as stores
-import support.spark
 from {{ cookiecutter.package_name }}.ledger.errors import (
     OffsetStoreUnavailableError,
 )
@@ -98,13 +97,6 @@ def _drop_schema(dsn: str, schema: str) -> None:
     stores.postgres_execute(dsn, "DROP SCHEMA IF EXISTS {} CASCADE", schema=schema)
 
 
-@pytest.fixture(scope="session")
-def ledger_spark() -> Iterator[SparkSession]:
-    spark = support.spark.build_test_spark_session("offset-store-contract")
-    yield spark
-    spark.stop()
-
-
 @pytest.fixture
 def filesystem_root(tmp_path: Path) -> Path:
     return tmp_path / "ledger"
@@ -116,7 +108,7 @@ def filesystem_harness(
 ) -> stores.StoreHarness:
     cls = stores.store_class("filesystem")
     # Requested here, not as a parameter, so a run without this store never starts Spark.
-    spark: SparkSession = request.getfixturevalue("ledger_spark")
+    spark: SparkSession = request.getfixturevalue("spark")
     root_uri = filesystem_root.as_uri()
 
     def set_schema_version(version: int) -> None:

@@ -127,7 +127,7 @@ class SqliteOffsetStore(OffsetStore):
                 f"cannot open the SQLite offset store at {self._path}: {exc}"
             ) from exc
         try:
-            mode = connection.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            mode = _enable_wal(connection, deadline=time.monotonic() + busy_timeout_ms / 1000)
         except sqlite3.Error as exc:
             connection.close()
             raise OffsetStoreUnavailableError(
@@ -318,3 +318,19 @@ def _generation_from_row(row: Mapping[str, object]) -> GenerationRecord:
     if row["plan"] is not None:
         data["plan"] = load_json_object(str(row["plan"]), "generation plan")
     return GenerationRecord.from_json(data)
+
+
+def _enable_wal(connection: sqlite3.Connection, *, deadline: float) -> str:
+    """Switch to WAL, waiting out other connections that hold the lock meanwhile.
+
+    Changing the journal mode of a new database needs an exclusive lock, and SQLite answers
+    "database is locked" at once instead of calling the busy handler when another process
+    opens the same new file at the same moment, so the busy timeout is applied here.
+    """
+    while True:
+        try:
+            return str(connection.execute("PRAGMA journal_mode = WAL").fetchone()[0])
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.01)

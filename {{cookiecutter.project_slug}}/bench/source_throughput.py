@@ -1,0 +1,240 @@
+"""Records per second through the pip-only Kafka source, against raw consumers on the same data.
+
+One run: start (or reach) a broker, fill a topic, then read every record
+  - with one raw consumer per client library installed (confluent-kafka, kafka-python),
+  - with the pykafka source into Spark's noop sink (Trigger.AvailableNow, warm JVM),
+  - with Spark's built-in connector too, when SPARK_KAFKA_JARS names its jars,
+and print the rates and the ratios to each raw consumer.
+
+    python bench/source_throughput.py --records 500000 --partitions 2
+
+The broker is chosen as in the tests (KAFKA_BACKEND, KAFKA_BOOTSTRAP_SERVERS).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+# The broker helpers live with the tests; the benchmark reuses them rather than a copy.
+sys.path.insert(0, str(HERE.parent / "tests"))
+
+from pyspark.sql import SparkSession  # noqa: E402
+
+# A straight import sorts the same whatever the package is called.
+import support.kafka_backends as brokers  # noqa: E402
+from {{ cookiecutter.package_name }}.settings import (  # noqa: E402
+    load_settings,
+)
+from {{ cookiecutter.package_name }}.source.pykafka import (  # noqa: E402
+    PyKafkaDataSource,
+)
+from {{ cookiecutter.package_name }}.spark_session import (  # noqa: E402
+    build_spark_session,
+)
+
+VALUE = json.dumps({"article_id": "a-0001", "user_id": "u-0001", "event_time": 0}).encode()
+
+
+@dataclass(frozen=True)
+class Measurement:
+    reader: str
+    records: int
+    # Wall time per run; for Spark that includes starting and stopping the query.
+    seconds: list[float]
+
+    @property
+    def best_rate(self) -> float:
+        return self.records / min(self.seconds)
+
+    @property
+    def median_rate(self) -> float:
+        return self.records / statistics.median(self.seconds)
+
+
+def fill_topic(bootstrap: str, topic: str, records: int, partitions: int) -> None:
+    brokers.create_topic(bootstrap, topic, partitions)
+    base_ms = 1_700_000_000_000
+    chunk = 50_000
+    for start in range(0, records, chunk):
+        brokers.produce(
+            bootstrap,
+            topic,
+            (
+                brokers.Record(i % partitions, f"k{i % 1000}".encode(), VALUE, base_ms + i)
+                for i in range(start, min(start + chunk, records))
+            ),
+            timeout=120,
+        )
+
+
+def time_it(action: Callable[[], int], expected: int) -> float:
+    started = time.perf_counter()
+    seen = action()
+    elapsed = time.perf_counter() - started
+    if seen != expected:
+        raise SystemExit(f"read {seen} records, expected {expected}")
+    return elapsed
+
+
+def confluent_consumer(bootstrap: str, topic: str, partitions: int, records: int) -> int:
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "bench-raw",
+            "enable.auto.commit": False,
+            "enable.partition.eof": False,
+        }
+    )
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    seen = 0
+    try:
+        while seen < records:
+            for message in consumer.consume(num_messages=10_000, timeout=1.0):
+                if message.error() is None:
+                    # Touch what the Spark source materialises, so the comparison is fair.
+                    _ = (message.key(), message.value(), message.timestamp())
+                    seen += 1
+    finally:
+        consumer.close()
+    return seen
+
+
+def kafka_python_consumer(bootstrap: str, topic: str, partitions: int, records: int) -> int:
+    from kafka import KafkaConsumer, TopicPartition
+
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    assignment = [TopicPartition(topic, p) for p in range(partitions)]
+    consumer.assign(assignment)
+    for partition in assignment:
+        consumer.seek(partition, 0)
+    seen = 0
+    try:
+        while seen < records:
+            for batch in consumer.poll(timeout_ms=1000, max_records=10_000).values():
+                for message in batch:
+                    _ = (message.key, message.value, message.timestamp)
+                seen += len(batch)
+    finally:
+        consumer.close()
+    return seen
+
+
+# Spark's own time spent in its batches (triggerExecution), per run: the rate the source
+# sustains once a query runs, without the ~1 s it takes to start and stop one.
+BATCH_SECONDS: dict[str, list[float]] = {}
+
+
+def spark_reader(spark: SparkSession, source_format: str, bootstrap: str, topic: str) -> int:
+    stream = (
+        spark.readStream.format(source_format)
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("subscribe", topic)
+        .option("startingOffsets", "earliest")
+        .load()
+    )
+    query = stream.writeStream.format("noop").trigger(availableNow=True).start()
+    query.awaitTermination()
+    progress = query.recentProgress
+    BATCH_SECONDS.setdefault(source_format, []).append(
+        sum(int(p["durationMs"]["triggerExecution"]) for p in progress) / 1000
+    )
+    return sum(int(p["numInputRows"]) for p in progress)
+
+
+def start_spark(with_builtin: bool) -> SparkSession:
+    settings = load_settings(env={}).settings
+    if with_builtin:
+        settings = replace(settings, kafka=replace(settings.kafka, connector="builtin"))
+    spark = build_spark_session(
+        settings,
+        app_name="source-throughput",
+        master="local[2]",
+        extra_conf={"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2"},
+    )
+    spark.dataSource.register(PyKafkaDataSource)
+    return spark
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--records", type=int, default=500_000, help="records to read (500000)")
+    parser.add_argument("--partitions", type=int, default=2, help="topic partitions (2)")
+    parser.add_argument("--repeat", type=int, default=3, help="timed runs per reader (3)")
+    parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    args = parser.parse_args(argv)
+    with_builtin = bool(os.environ.get("SPARK_KAFKA_JARS", "").strip())
+
+    with brokers.start_kafka_backend() as backend:
+        bootstrap = backend.bootstrap_servers
+        topic = brokers.unique_topic("bench")
+        print(f"broker: {backend.name} at {bootstrap}; filling {topic} ...", file=sys.stderr)
+        fill_topic(bootstrap, topic, args.records, args.partitions)
+
+        readers: dict[str, Callable[[], int]] = {
+            "raw confluent-kafka": lambda: confluent_consumer(
+                bootstrap, topic, args.partitions, args.records
+            ),
+        }
+        if importlib.util.find_spec("kafka") is not None:
+            readers["raw kafka-python"] = lambda: kafka_python_consumer(
+                bootstrap, topic, args.partitions, args.records
+            )
+        print("starting Spark (local[2]) ...", file=sys.stderr)
+        spark = start_spark(with_builtin)
+        readers["pykafka source"] = lambda: spark_reader(spark, "pykafka", bootstrap, topic)
+        if with_builtin:
+            readers["builtin source"] = lambda: spark_reader(spark, "kafka", bootstrap, topic)
+
+        results = []
+        for name, read in readers.items():
+            print(f"{name}: warm-up and {args.repeat} timed runs ...", file=sys.stderr)
+            time_it(read, args.records)
+            BATCH_SECONDS.clear()
+            seconds = [time_it(read, args.records) for _ in range(args.repeat)]
+            results.append(Measurement(name, args.records, seconds))
+            for batch_seconds in BATCH_SECONDS.values():
+                results.append(Measurement(f"{name} (in batch)", args.records, batch_seconds))
+
+    report(results, as_json=args.json)
+    return 0
+
+
+def report(results: list[Measurement], *, as_json: bool) -> None:
+    raw = [m for m in results if m.reader.startswith("raw ")]
+    sources = [m for m in results if not m.reader.startswith("raw ")]
+    if as_json:
+        document = {
+            "rates": {m.reader: {"best": m.best_rate, "median": m.median_rate} for m in results},
+            "ratios": {
+                f"{s.reader} / {r.reader}": s.median_rate / r.median_rate
+                for s in sources
+                for r in raw
+            },
+        }
+        print(json.dumps(document, indent=2))
+        return
+    print(f"\n{'reader':<28}{'median rec/s':>14}{'best rec/s':>14}")
+    for m in results:
+        print(f"{m.reader:<28}{m.median_rate:>14,.0f}{m.best_rate:>14,.0f}")
+    print()
+    for s in sources:
+        for r in raw:
+            print(f"{s.reader} / {r.reader}: {s.median_rate / r.median_rate:.2f}x (medians)")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
