@@ -65,6 +65,7 @@ COMMON_FILES = {
     "tests/integration/test_pykafka_source.py",
     "tests/integration/test_pykafka_triggers.py",
     "tests/support/__init__.py",
+    "tests/support/fake_repository.py",
     "tests/support/kafka_backends.py",
     "tests/support/offset_stores.py",
     "tests/support/pykafka_streams.py",

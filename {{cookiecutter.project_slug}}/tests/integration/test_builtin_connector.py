@@ -9,13 +9,11 @@ connector's jars, must not share a process with each other or with the suite's s
 from __future__ import annotations
 
 import dataclasses
-import http.server
 import json
 import os
 import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
@@ -26,6 +24,7 @@ import pyspark
 import pytest
 
 # A straight import sorts before the package's from-imports whatever the package is named.
+import support.fake_repository as fake_repository
 import support.kafka_backends as backends
 from {{ cookiecutter.package_name }}.errors import (
     PipelineError,
@@ -80,27 +79,8 @@ def refusing_port() -> Iterator[int]:
 
 @pytest.fixture
 def empty_repository() -> Iterator[str]:
-    """A Maven repository that answers every request with 404."""
-
-    class NotFound(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            self.send_response(404)
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-
-        do_HEAD = do_GET
-
-        def log_message(self, format: str, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), NotFound)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/maven2/"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with fake_repository.empty_maven_repository() as url:
+        yield url
 
 
 def test_unreachable_repository_is_refused_before_spark_starts(

@@ -6,16 +6,15 @@ Maven repository are reached through injected runners and probes.
 
 from __future__ import annotations
 
-import http.server
 import socket
 import sys
-import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pyspark
 import pytest
 
+import support.fake_repository as fake_repository
 from {{ cookiecutter.package_name }}.kafka_jars import (
     MAVEN_CENTRAL,
     ConnectorUnavailableError,
@@ -232,22 +231,8 @@ def test_probe_reports_a_closed_port_quickly() -> None:
 
 @pytest.fixture
 def answering_server() -> Iterator[str]:
-    class NotFound(http.server.BaseHTTPRequestHandler):
-        def do_HEAD(self) -> None:
-            self.send_response(404)
-            self.end_headers()
-
-        def log_message(self, format: str, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), NotFound)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/maven2/"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with fake_repository.empty_maven_repository() as url:
+        yield url
 
 
 def test_probe_counts_any_http_answer_as_reachable(answering_server: str) -> None:
