@@ -213,22 +213,22 @@ def test_headers_are_delivered_when_asked_for(
     spark: SparkSession, kafka_backend: kafka.KafkaBackend, tmp_path: Path
 ) -> None:
     topic = new_topic(kafka_backend, "headers", 1)
-    with_headers: list[tuple[kafka.Record, streams.Headers | None]] = [
-        (kafka.Record(0, b"k", b"v0", BASE_MS), (("trace", b"abc"), ("empty", None))),
-        (kafka.Record(0, None, None, BASE_MS + 1), None),
-        (kafka.Record(0, b"k", b"v2", BASE_MS + 2), (("dup", b"1"), ("dup", b"2"))),
+    with_headers = [
+        kafka.Record(0, b"k", b"v0", BASE_MS, (("trace", b"abc"), ("empty", None))),
+        kafka.Record(0, None, None, BASE_MS + 1),
+        kafka.Record(0, b"k", b"v2", BASE_MS + 2, (("dup", b"1"), ("dup", b"2"))),
     ]
-    streams.produce_with_headers(kafka_backend.bootstrap_servers, topic, with_headers)
+    kafka.produce(kafka_backend.bootstrap_servers, topic, with_headers)
 
     source_options = options(
         kafka_backend, subscribe=topic, startingOffsets="earliest", includeHeaders="true"
     )
     run = streams.start_query(spark, source_options, tmp_path, include_headers=True)
     try:
-        plain = streams.expected_rows(topic, [record for record, _ in with_headers])
+        plain = streams.expected_rows(topic, with_headers)
         expected = [
-            dataclasses.replace(row, headers=headers)
-            for row, (_, headers) in zip(plain, with_headers, strict=True)
+            dataclasses.replace(row, headers=record.headers)
+            for row, record in zip(plain, with_headers, strict=True)
         ]
         assert run.wait_for_rows(3) == expected
     finally:

@@ -101,6 +101,10 @@ class KafkaBackend:
     description: str
 
 
+# Kafka headers in order; a key may repeat and a value may be null.
+Headers = tuple[tuple[str, bytes | None], ...]
+
+
 @dataclass(frozen=True)
 class Record:
     """A record to produce, with its partition and CreateTime chosen by the test."""
@@ -109,6 +113,7 @@ class Record:
     key: bytes | None
     value: bytes | None
     timestamp_ms: int
+    headers: Headers | None = None
 
 
 @dataclass(frozen=True)
@@ -567,6 +572,7 @@ def produce(
                     key=record.key,
                     partition=record.partition,
                     timestamp=record.timestamp_ms,
+                    headers=list(record.headers) if record.headers is not None else None,
                     on_delivery=on_delivery,
                 )
                 break

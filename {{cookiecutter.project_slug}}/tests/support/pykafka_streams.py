@@ -8,12 +8,11 @@ so lets a test assert exact records and exact batch boundaries.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import Producer
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming.query import StreamingQuery
@@ -22,7 +21,7 @@ from {{ cookiecutter.package_name }}.source.pykafka import (
     PyKafkaDataSource,
 )
 
-from .kafka_backends import Record
+from .kafka_backends import Headers, Record
 from .waiting import wait_until
 
 FORMAT = PyKafkaDataSource.name()
@@ -30,7 +29,6 @@ FORMAT = PyKafkaDataSource.name()
 CREATE_TIME_ID = 0
 LOG_APPEND_TIME_ID = 1
 QUERY_TIMEOUT_S = 60
-Headers = tuple[tuple[str, bytes | None], ...]
 
 
 @dataclass(frozen=True, order=True)
@@ -191,31 +189,3 @@ def expected_rows(
             )
         )
     return sorted(rows)
-
-
-def produce_with_headers(
-    bootstrap: str,
-    topic: str,
-    records: Iterable[tuple[Record, Headers | None]],
-    timeout: float = 30.0,
-) -> None:
-    """Produce records with headers (``support.kafka_backends.produce`` sends none)."""
-    producer = Producer({"bootstrap.servers": bootstrap})
-    failures: list[str] = []
-
-    def on_delivery(error: Any, _message: Any) -> None:
-        if error is not None:
-            failures.append(str(error))
-
-    for record, headers in records:
-        producer.produce(
-            topic,
-            key=record.key,
-            value=record.value,
-            partition=record.partition,
-            timestamp=record.timestamp_ms,
-            headers=list(headers) if headers is not None else None,
-            on_delivery=on_delivery,
-        )
-    remaining = producer.flush(timeout)
-    assert remaining == 0 and not failures, f"{remaining} unsent, failures: {failures}"
