@@ -1,7 +1,8 @@
 """Records per second through the pip-only Kafka source, against raw consumers on the same data.
 
 One run: start (or reach) a broker, fill a topic, then read every record
-  - with one raw consumer per client library installed (confluent-kafka, kafka-python),
+  - with one raw consumer per client library installed: confluent-kafka's plain poll()
+    loop and its batched consume(), and kafka-python's poll(),
   - with the pykafka source into Spark's noop sink (Trigger.AvailableNow, warm JVM),
   - with Spark's built-in connector too, when SPARK_KAFKA_JARS names its jars,
 and print the rates and the ratios to each raw consumer.
@@ -86,7 +87,10 @@ def time_it(action: Callable[[], int], expected: int) -> float:
     return elapsed
 
 
-def confluent_consumer(bootstrap: str, topic: str, partitions: int, records: int) -> int:
+def confluent_consumer(
+    bootstrap: str, topic: str, partitions: int, records: int, *, batched: bool
+) -> int:
+    """One confluent-kafka consumer: the plain poll() loop, or consume() in batches."""
     from confluent_kafka import Consumer, TopicPartition
 
     consumer = Consumer(
@@ -101,7 +105,12 @@ def confluent_consumer(bootstrap: str, topic: str, partitions: int, records: int
     seen = 0
     try:
         while seen < records:
-            for message in consumer.consume(num_messages=10_000, timeout=1.0):
+            if batched:
+                messages = consumer.consume(num_messages=10_000, timeout=1.0)
+            else:
+                message = consumer.poll(1.0)
+                messages = [] if message is None else [message]
+            for message in messages:
                 if message.error() is None:
                     # Touch what the Spark source materialises, so the comparison is fair.
                     _ = (message.key(), message.value(), message.timestamp())
@@ -185,12 +194,15 @@ def main(argv: list[str] | None = None) -> int:
         fill_topic(bootstrap, topic, args.records, args.partitions)
 
         readers: dict[str, Callable[[], int]] = {
-            "raw confluent-kafka": lambda: confluent_consumer(
-                bootstrap, topic, args.partitions, args.records
+            "raw confluent poll()": lambda: confluent_consumer(
+                bootstrap, topic, args.partitions, args.records, batched=False
+            ),
+            "raw confluent consume()": lambda: confluent_consumer(
+                bootstrap, topic, args.partitions, args.records, batched=True
             ),
         }
         if importlib.util.find_spec("kafka") is not None:
-            readers["raw kafka-python"] = lambda: kafka_python_consumer(
+            readers["raw kafka-python poll()"] = lambda: kafka_python_consumer(
                 bootstrap, topic, args.partitions, args.records
             )
         print("starting Spark (local[2]) ...", file=sys.stderr)
