@@ -18,8 +18,8 @@ $(VENV)/.installed: pyproject.toml
 	@touch $@
 
 lint: install ## ruff and mypy over the hooks and the template's tests
-	$(BIN)/ruff check hooks tests
-	$(BIN)/ruff format --check hooks tests
+	$(BIN)/ruff check hooks tests pyspark_kafka_upgrade_jinja.py
+	$(BIN)/ruff format --check hooks tests pyspark_kafka_upgrade_jinja.py
 	$(BIN)/mypy
 
 test: lint ## bake every combination and run each generated project's checks

@@ -32,7 +32,8 @@ OPTIONAL_FILES: dict[str, dict[str, list[Path]]] = {
 }
 
 # Keys cookiecutter adds for its own bookkeeping; they describe this machine, not the project.
-LOCAL_KEYS = {"_output_dir", "_repo_dir", "_checkout", "_extensions", "__prompts__"}
+# _extensions stays: the hooks need it to render when the answers are replayed.
+LOCAL_KEYS = {"_output_dir", "_repo_dir", "_checkout", "__prompts__"}
 
 
 def remove_unchosen_files() -> None:

@@ -17,12 +17,20 @@ from types import ModuleType
 
 # Jinja's tojson escapes every ' as \u0027, so the raw string cannot be closed early.
 ANSWERS: dict[str, object] = json.loads(r'''{{ cookiecutter | tojson }}''')  # fmt: skip
+# Absolute, unlike ANSWERS["_repo_dir"], which is relative after `cookiecutter .`.
+TEMPLATE_ROOT = Path(json.loads(r'''{{ template_root | tojson }}'''))  # fmt: skip
 
 SLUG = re.compile(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)*")
 PACKAGE = re.compile(r"[a-z_][a-z0-9_]*")
 EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
 # A generated package with one of these names would shadow what it imports.
-RESERVED_PACKAGES = {"pyspark", "py4j", "confluent_kafka", "kafka", "test", "tests", "src"}
+RESERVED_PACKAGES = {
+    # what the generated project imports at run time
+    "pyspark", "py4j", "pyarrow", "confluent_kafka", "psycopg",
+    # what its tests, benchmark and tools import
+    "pytest", "_pytest", "hypothesis", "testcontainers", "docker", "noida_db", "kafka",
+    "mypy", "ruff", "support", "bench", "test", "tests", "src",
+}  # fmt: skip
 CHOICES = {
     "sink_format": ("parquet", "orc"),
     "kafka_connector": ("python", "builtin"),
@@ -32,8 +40,7 @@ CHOICES = {
 
 def load_validation_rules() -> ModuleType:
     """Load the generated package's own rules module, so hook and project share one source."""
-    repo_dir = Path(str(ANSWERS["_repo_dir"]))
-    candidates = sorted(repo_dir.glob("*/src/*/validation.py"))
+    candidates = sorted(TEMPLATE_ROOT.glob("*/src/*/validation.py"))
     if len(candidates) != 1:
         sys.exit(f"ERROR: template is broken: expected one validation.py, found {candidates}")
     spec = importlib.util.spec_from_file_location("template_validation_rules", candidates[0])
@@ -71,6 +78,8 @@ def check_slug() -> str | None:
 
 def check_package() -> str | None:
     value = text("package_name")
+    if check_slug() and value == text("project_slug").replace("-", "_"):
+        return None  # derived from a bad slug: the slug's error already says what to fix
     if not value.isidentifier() or not PACKAGE.fullmatch(value):
         return (
             f"package_name={value!r}: must be a lowercase Python identifier "

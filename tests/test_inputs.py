@@ -19,6 +19,8 @@ BAD_INPUTS = [
     ("package_name", "class", "is a Python keyword"),
     ("package_name", "json", "would shadow the module of the same name"),
     ("package_name", "pyspark", "would shadow the module of the same name"),
+    ("package_name", "pyarrow", "would shadow the module of the same name"),
+    ("package_name", "support", "would shadow the module of the same name"),
     ("project_slug", "Page Views", "use lowercase letters, digits and single hyphens"),
     ("project_slug", "-views", "use lowercase letters, digits and single hyphens"),
     ("project_slug", "views--2", "use lowercase letters, digits and single hyphens"),
@@ -31,6 +33,8 @@ BAD_INPUTS = [
     ("window_duration", "ten minutes", "expected '<number> <unit>' pairs"),
     ("window_duration", "0 seconds", "must be positive"),
     ("window_duration", "1 month", "has no fixed length"),
+    ("window_duration", "99999999999999999999 days", "longer than Spark can represent"),
+    ("window_duration", "\u0661\u0660 minutes", "expected '<number> <unit>' pairs"),
     ("window_slide", "20 minutes", "is longer than the window '10 minutes'"),
     ("window_slide", "0 seconds", "must be positive"),
     ("watermark_delay", "-1 minute", "must not be negative"),
@@ -67,6 +71,33 @@ def test_bad_input_is_refused_with_its_field_value_and_rule(
     assert len(matching) == 1, result.stderr
     assert rule in matching[0]
     assert list(tmp_path.iterdir()) == [], "nothing may be generated from bad input"
+
+
+def test_a_bad_slug_is_reported_once_not_again_through_the_derived_package(
+    tmp_path: Path,
+) -> None:
+    command = [COOKIECUTTER, str(clean_template()), "--no-input", "-o", str(tmp_path)]
+    result = subprocess.run(
+        [*command, "project_slug=Page-Views"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    errors = [line for line in result.stderr.splitlines() if line.startswith("ERROR: ")]
+    assert errors[0].startswith("ERROR: project_slug='Page-Views': ")
+    assert not any(line.startswith("ERROR: package_name=") for line in errors)
+
+
+def test_a_relative_template_path_bakes(tmp_path: Path) -> None:
+    # `cookiecutter .` and `make bake` give the template as a relative path; the hooks run
+    # from inside the new project and must still find the template's files.
+    template = clean_template()
+    run_tool(
+        [COOKIECUTTER, template.name, "--no-input", "-o", str(tmp_path / "out")],
+        cwd=template.parent,
+    )
+    assert (tmp_path / "out" / "page-views-pipeline" / "pyproject.toml").is_file()
 
 
 def test_every_broken_rule_is_reported_at_once(tmp_path: Path) -> None:
@@ -128,6 +159,14 @@ def test_quotes_and_backslashes_in_no_input_answers_stay_data(tmp_path: Path) ->
     metadata = tomllib.loads((project / "pyproject.toml").read_text())["project"]
     assert metadata["description"] == description
     assert metadata["authors"][0]["name"] == "A \\ B"
+
+
+@pytest.mark.parametrize("text", ["Page views \U0001f4c8 per article", "Caf\u00e9 \x7f\x1b end"])
+def test_any_unicode_in_free_text_keeps_the_toml_files_valid(tmp_path: Path, text: str) -> None:
+    project = bake(tmp_path, description=text, author_name=text)
+    metadata = tomllib.loads((project / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert metadata["description"] == text
+    assert metadata["authors"][0]["name"] == text
 
 
 def test_replaying_the_recorded_answers_regenerates_the_same_project(tmp_path: Path) -> None:

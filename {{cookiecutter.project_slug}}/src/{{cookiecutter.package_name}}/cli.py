@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
-from importlib import metadata
 from pathlib import Path
 
+from . import __version__
 from .app import configuration
 from .errors import PipelineError
 
@@ -40,7 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=SETTINGS_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument(
         "--config", type=Path, metavar="FILE", help="TOML settings file (see below)"
     )
@@ -83,15 +84,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.handler(args))
+    except BrokenPipeError:
+        # The reader went away (`config show | head`): not an error worth a traceback.
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - stays open until exit
+        return 0
     except PipelineError as error:
         print(f"{PROG}: error: {error}", file=sys.stderr)
         return error.exit_code
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130
-
-
-def _version() -> str:
-    for distribution in metadata.packages_distributions().get(PROG, []):
-        return metadata.version(distribution)
-    return "0+unknown"

@@ -174,7 +174,8 @@ def load_settings(
 def _choose_config_file(explicit: Path | None, env: Mapping[str, str]) -> Path | None:
     if explicit is not None:
         if not explicit.is_file():
-            raise ConfigError(f"config file {explicit} does not exist")
+            problem = "is not a file" if explicit.exists() else "does not exist"
+            raise ConfigError(f"config file {explicit} {problem}")
         return explicit
     if env.get(CONFIG_ENV_VAR):
         from_env = Path(env[CONFIG_ENV_VAR])
@@ -220,8 +221,13 @@ def _read_env(env: Mapping[str, str]) -> Layer:
         if not name.startswith(ENV_PREFIX) or name == CONFIG_ENV_VAR:
             continue
         section_name, separator, key = name[len(ENV_PREFIX) :].lower().partition("__")
-        if not separator or section_name not in SECTIONS:
+        if not separator:
             continue  # another tool's variable that happens to share the prefix
+        if section_name not in SECTIONS:
+            raise ConfigError(
+                f"environment variable {name}: unknown section {section_name!r}; "
+                f"known: {', '.join(SECTIONS)}"
+            )
         _check_known(section_name, key, f"environment variable {name}")
         layer.setdefault(section_name, {})[key] = SourcedValue(value, f"env {name}")
     return layer

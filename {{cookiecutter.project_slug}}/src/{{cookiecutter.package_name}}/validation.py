@@ -21,7 +21,11 @@ _MS_PER_UNIT = {
 }
 # Months and years have no fixed length, and Spark refuses them in window durations.
 _CALENDAR_UNITS = {"month", "year"}
-_PAIR = re.compile(r"([+-]?\d+)\s+([a-zA-Z]+)")
+# ASCII digits and spaces only: Spark's parser knows no other, though Python's \d and \s do.
+_PAIR = re.compile(r"([+-]?[0-9]+)[ \t]+([a-zA-Z]+)", re.ASCII)
+# Spark keeps an interval's time part in a signed 64-bit count of microseconds.
+MAX_INTERVAL_MS = (2**63 - 1) // 1000
+_BLANKS = " \t"
 
 KAFKA_TOPIC_MAX_LENGTH = 249
 _KAFKA_TOPIC_CHARS = re.compile(r"[a-zA-Z0-9._-]+")
@@ -52,9 +56,9 @@ def parse_interval_ms(text: str) -> int:
     Returns the length in milliseconds. Accepts an optional leading ``interval`` keyword,
     singular or plural unit names, and any case, as Spark does.
     """
-    body = text.strip()
+    body = text.strip(_BLANKS)
     if body.lower().startswith("interval "):
-        body = body[len("interval ") :].strip()
+        body = body[len("interval ") :].strip(_BLANKS)
     if not body:
         raise InvalidIntervalError(
             f"{text!r} is not a Spark interval: it is empty (use e.g. '10 minutes')"
@@ -62,11 +66,13 @@ def parse_interval_ms(text: str) -> int:
     total_ms = 0
     position = 0
     for match in _PAIR.finditer(body):
-        if body[position : match.start()].strip():
+        if body[position : match.start()].strip(_BLANKS):
             break
         total_ms += _pair_to_ms(text, int(match.group(1)), match.group(2))
         position = match.end()
-    if body[position:].strip() or position == 0:
+    if abs(total_ms) > MAX_INTERVAL_MS:
+        raise InvalidIntervalError(f"{text!r} is longer than Spark can represent")
+    if body[position:].strip(_BLANKS) or position == 0:
         raise InvalidIntervalError(
             f"{text!r} is not a Spark interval: expected '<number> <unit>' pairs "
             "(use e.g. '10 minutes' or '1 hour 30 minutes')"

@@ -3,7 +3,12 @@ from pathlib import Path
 
 import pytest
 
-from {{ cookiecutter.package_name }}.cli import main
+from {{ cookiecutter.package_name }} import (
+    __version__,
+)
+from {{ cookiecutter.package_name }}.cli import (
+    main,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -52,3 +57,10 @@ def test_a_missing_command_is_a_usage_error(capsys: pytest.CaptureFixture[str]) 
         main([])
     assert caught.value.code == 2
     assert "required: COMMAND" in capsys.readouterr().err
+
+
+def test_version_is_the_package_version(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as caught:
+        main(["--version"])
+    assert caught.value.code == 0
+    assert capsys.readouterr().out.split() == [{{ cookiecutter.package_name | tojson }}, __version__]

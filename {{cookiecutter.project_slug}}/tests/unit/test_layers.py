@@ -16,6 +16,7 @@ PACKAGE = package.__name__
 
 # Lower number = lower layer. Every module must be listed, so a new one needs a decision.
 LAYERS: dict[str, int] = {
+    "__init__": 0,  # the package root: its version and docstring
     "errors": 0,
     "validation": 1,
     "redaction": 1,
@@ -34,6 +35,10 @@ LAYER_NAMES = {0: "base", 1: "pure", 2: "building blocks", 3: "application", 4: 
 
 def _top_level(module: str) -> str:
     return module.split(".")[0]
+
+
+def _is_module(name: str) -> bool:
+    return (PACKAGE_DIR / f"{name}.py").is_file() or (PACKAGE_DIR / name).is_dir()
 
 
 def _modules() -> list[tuple[str, Path]]:
@@ -57,8 +62,10 @@ def _imported_package_modules(module: str, path: Path) -> set[str]:
                 target = ".".join([*base, *(node.module.split(".") if node.module else [])])
                 if target:
                     imported.add(target)
-                else:  # "from . import x" at the package root
-                    imported.update(alias.name for alias in node.names)
+                else:  # "from . import x" at the package root: a module, or a name in __init__
+                    imported.update(
+                        alias.name if _is_module(alias.name) else "__init__" for alias in node.names
+                    )
             elif node.module and node.module.startswith(PACKAGE + "."):
                 imported.add(node.module.removeprefix(PACKAGE + "."))
         elif isinstance(node, ast.Import):

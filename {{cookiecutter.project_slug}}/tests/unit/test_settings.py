@@ -108,6 +108,17 @@ def test_bad_values_give_one_line_naming_setting_value_and_source(
     assert "\n" not in str(caught.value)
 
 
+def test_a_mistyped_section_in_an_environment_variable_is_refused() -> None:
+    variable = f"{ENV_PREFIX}KAFAK__TOPICS"
+    with pytest.raises(ConfigError, match=f"environment variable {variable}: unknown section"):
+        load_settings(env={variable: "x"})
+
+
+def test_a_directory_as_config_file_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="is not a file"):
+        load_settings(tmp_path, env={})
+
+
 def test_unknown_key_in_a_file_is_refused(tmp_path: Path) -> None:
     config = tmp_path / "typo.toml"
     config.write_text('[window]\nwatermark = "1 minute"\n')

@@ -37,6 +37,10 @@ def test_parses_spark_intervals(text: str, expected_ms: int) -> None:
         ("10 minutes and", "<number> <unit>"),
         ("1 month", "no fixed length"),
         ("5 microseconds", "finer than a millisecond"),
+        ("\u0661\u0660 minutes", "<number> <unit>"),
+        ("10\u00a0minutes", "<number> <unit>"),
+        ("1 hour\u00a030 minutes", "<number> <unit>"),
+        ("99999999999999999999 days", "longer than Spark can represent"),
     ],
 )
 def test_refuses_what_is_not_an_interval(text: str, complaint: str) -> None:
