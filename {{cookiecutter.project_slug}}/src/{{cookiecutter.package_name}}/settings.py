@@ -11,9 +11,8 @@ import dataclasses
 import json
 import os
 import tomllib
-import types
 import typing
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -129,27 +128,25 @@ class LoadedSettings:
     config_file: Path | None
 
     def describe(self) -> list[tuple[str, str, str]]:
-        """(key, redacted value, source) for every setting, in declaration order."""
-        rows: list[tuple[str, str, str]] = []
+        """(key, redacted value as JSON, source) for every setting, in declaration order."""
+        return [
+            (f"{section}.{name}", json.dumps(value), self.sources[f"{section}.{name}"])
+            for section, name, value in self._redacted()
+        ]
+
+    def as_dict(self) -> dict[str, dict[str, object]]:
+        document: dict[str, dict[str, object]] = {section: {} for section in SECTIONS}
+        for section, name, value in self._redacted():
+            document[section][name] = value
+        return document
+
+    def _redacted(self) -> Iterator[tuple[str, str, object]]:
+        """(section, name, plain redacted value) for every setting, in declaration order."""
         for section_name in SECTIONS:
             section = getattr(self.settings, section_name)
             for f in dataclasses.fields(section):
-                key = f"{section_name}.{f.name}"
                 value = _plain(getattr(section, f.name))
-                rows.append((key, json.dumps(redact_value(key, value)), self.sources[key]))
-        return rows
-
-    def as_dict(self) -> dict[str, dict[str, object]]:
-        return {
-            section_name: {
-                f.name: redact_value(
-                    f"{section_name}.{f.name}",
-                    _plain(getattr(getattr(self.settings, section_name), f.name)),
-                )
-                for f in dataclasses.fields(getattr(self.settings, section_name))
-            }
-            for section_name in SECTIONS
-        }
+                yield section_name, f.name, redact_value(f"{section_name}.{f.name}", value)
 
 
 def load_settings(
@@ -346,7 +343,7 @@ def _coerce(value: object, hint: object, key: str, source: str) -> object:
 def _plain(value: object) -> object:
     if isinstance(value, tuple):
         return list(value)
-    if isinstance(value, Mapping | types.MappingProxyType):
+    if isinstance(value, Mapping):
         return dict(value)
     return value
 
