@@ -20,7 +20,15 @@ from typing import Any, Literal
 
 from .errors import ConfigError
 from .redaction import redact_value
-from .validation import InvalidValueError, WindowSpec, check_kafka_topic, window_spec
+from .validation import (
+    InvalidValueError,
+    MetricSpec,
+    WindowSpec,
+    check_identifier,
+    check_kafka_topic,
+    parse_metric,
+    window_spec,
+)
 
 ENV_PREFIX = __package__.upper() + "_" if __package__ else "PIPELINE_"
 CONFIG_ENV_VAR = ENV_PREFIX + "CONFIG"
@@ -83,6 +91,51 @@ class WindowSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class EventsSettings:
+    # "payload": the event time is the JSON field `time_field`; "kafka": the record's
+    # Kafka timestamp (CreateTime or LogAppendTime, as the topic is configured).
+    time_source: Literal["payload", "kafka"] = "payload"
+    time_field: str = "event_time"
+
+    def __post_init__(self) -> None:
+        try:
+            check_identifier(self.time_field, "time_field")
+        except InvalidValueError as error:
+            raise InvalidValueError(str(error), field="time_field") from None
+
+
+@dataclass(frozen=True, slots=True)
+class AggregationSettings:
+    # Columns of the events to group by, besides the window.
+    keys: tuple[str, ...]
+    # Output column name -> "function(column)"; see validation.METRIC_FUNCTIONS.
+    metrics: Mapping[str, str]
+
+    def __post_init__(self) -> None:
+        for key in self.keys:
+            try:
+                check_identifier(key, "grouping key")
+            except InvalidValueError as error:
+                raise InvalidValueError(str(error), field="keys") from None
+        if not self.metrics:
+            raise InvalidValueError("at least one metric is required", field="metrics")
+        try:
+            specs = self.metric_specs
+        except InvalidValueError as error:
+            raise InvalidValueError(str(error), field="metrics") from None
+        clashes = sorted({spec.name for spec in specs} & {*self.keys, "window"})
+        if clashes:
+            raise InvalidValueError(
+                f"metric names {clashes} clash with the window or a grouping key",
+                field="metrics",
+            )
+
+    @property
+    def metric_specs(self) -> tuple[MetricSpec, ...]:
+        return tuple(parse_metric(name, text) for name, text in self.metrics.items())
+
+
+@dataclass(frozen=True, slots=True)
 class SinkSettings:
     format: Literal["parquet", "orc"]
     trigger_interval: str = "10 seconds"
@@ -103,6 +156,8 @@ class Settings:
     pipeline: PipelineSettings
     kafka: KafkaSettings
     window: WindowSettings
+    events: EventsSettings
+    aggregation: AggregationSettings
     sink: SinkSettings
     ledger: LedgerSettings
 

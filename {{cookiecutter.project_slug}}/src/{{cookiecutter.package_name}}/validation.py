@@ -166,3 +166,61 @@ def check_kafka_topic(name: str) -> str:
             f"Kafka topic {name!r} may only contain ASCII letters, digits, '.', '_' and '-'"
         )
     return name
+
+
+# The aggregate functions a metric may use. Each maps an events column (or * for count) to
+# one value per window and key; all of them are supported by Spark's streaming aggregation.
+METRIC_FUNCTIONS = ("count", "sum", "min", "max", "avg", "approx_count_distinct")
+_METRIC = re.compile(r"([a-z_]+)\(\s*(\*|[A-Za-z_][A-Za-z0-9_]*)\s*\)", re.ASCII)
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*", re.ASCII)
+
+
+class InvalidMetricError(InvalidValueError):
+    """A metric definition outside the small grammar ``function(column)``."""
+
+
+@dataclass(frozen=True, slots=True)
+class MetricSpec:
+    """One aggregate column of the output: ``name = function(column)``.
+
+    ``column`` is ``*`` only for ``count``. The text is parsed, never evaluated, so a
+    configuration value can never run code.
+    """
+
+    name: str
+    function: str
+    column: str
+
+    @property
+    def expression(self) -> str:
+        return f"{self.function}({self.column})"
+
+
+def check_identifier(text: str, what: str) -> str:
+    """Return ``text`` if it is a plain column name (ASCII letters, digits, underscores)."""
+    if not _IDENTIFIER.fullmatch(text):
+        raise InvalidValueError(
+            f"{what} {text!r} must be a plain column name: ASCII letters, digits and "
+            "underscores, not starting with a digit"
+        )
+    return text
+
+
+def parse_metric(name: str, definition: str) -> MetricSpec:
+    """Parse ``definition`` such as ``"count(*)"`` or ``"approx_count_distinct(user_id)"``."""
+    check_identifier(name, "metric name")
+    match = _METRIC.fullmatch(definition.strip())
+    if match is None:
+        raise InvalidMetricError(
+            f"metric {name} = {definition!r} must look like function(column), "
+            f"e.g. count(*) or max(user_id); functions: {', '.join(METRIC_FUNCTIONS)}"
+        )
+    function, column = match.group(1), match.group(2)
+    if function not in METRIC_FUNCTIONS:
+        raise InvalidMetricError(
+            f"metric {name} = {definition!r} uses unknown function {function!r}; "
+            f"use one of {', '.join(METRIC_FUNCTIONS)}"
+        )
+    if column == "*" and function != "count":
+        raise InvalidMetricError(f"metric {name} = {definition!r}: only count takes *")
+    return MetricSpec(name=name, function=function, column=column)
