@@ -96,8 +96,12 @@ class EventsSettings:
     # Kafka timestamp (CreateTime or LogAppendTime, as the topic is configured).
     time_source: Literal["payload", "kafka"] = "payload"
     time_field: str = "event_time"
+    # Larger values are quarantined unparsed: one huge value must not stall a batch.
+    max_value_bytes: int = 262_144
 
     def __post_init__(self) -> None:
+        if self.max_value_bytes <= 0:
+            raise InvalidValueError("must be a positive number of bytes", field="max_value_bytes")
         try:
             check_identifier(self.time_field, "time_field")
         except InvalidValueError as error:
