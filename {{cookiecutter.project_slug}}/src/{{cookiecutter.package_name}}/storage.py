@@ -15,13 +15,15 @@ from typing import Any
 
 import pyarrow.fs
 
+from .errors import PipelineError
+
 _HADOOP_SCHEMES = {"s3a://": "s3://", "s3n://": "s3://"}
 # Object stores publish an object only when its upload completes, so writing in place is
 # already atomic there, and their "rename" is a copy that is not.
 _OBJECT_STORES = {"s3", "gcs"}
 
 
-class StorageError(OSError):
+class StorageError(PipelineError, OSError):
     """A location that cannot be opened, read or written; the message names it."""
 
 

@@ -1,7 +1,11 @@
 """Exceptions raised by offset stores. Messages are one line and never carry a password."""
 
+from __future__ import annotations
 
-class OffsetStoreError(Exception):
+from ..errors import PipelineError
+
+
+class OffsetStoreError(PipelineError):
     """Base class of every error an offset store raises."""
 
 
@@ -24,3 +28,7 @@ class LedgerSchemaError(OffsetStoreError):
 
 class LedgerRecordError(OffsetStoreError):
     """A stored record, or one about to be stored, does not have the shape of a ledger record."""
+
+
+class OffsetStoreNotInstalledError(OffsetStoreError):
+    """The settings name a store whose module this project was not generated with."""
