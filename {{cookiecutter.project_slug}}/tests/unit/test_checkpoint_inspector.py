@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+import support.offset_stores as offset_stores
 from {{ cookiecutter.package_name }}.app.inspect import (
     Verdict,
     inspect_checkpoint,
@@ -26,10 +27,9 @@ from {{ cookiecutter.package_name }}.ledger.records import (
 from {{ cookiecutter.package_name }}.ledger.sqlite_store import (
     SqliteOffsetStore,
 )
-from support.offset_stores import make_batch, make_gap
 
 PIPELINE = "page-views"
-QUERY_ID = make_batch().query_id
+QUERY_ID = offset_stores.make_batch().query_id
 # Batch n: offsets per partition, the watermark it ran with, the next batch's watermark.
 END_OFFSETS = {
     0: {0: 10, 1: 12},
@@ -97,14 +97,14 @@ def record(batch: int, **changes: object) -> BatchRecord:
         "batch_watermark_ms": WATERMARKS[batch],
         "batch_timestamp_ms": TIMESTAMPS[batch],
     }
-    return make_batch(batch, **(facts | changes))
+    return offset_stores.make_batch(batch, **(facts | changes))
 
 
 @pytest.fixture
 def ledger(tmp_path: Path) -> Iterator[SqliteOffsetStore]:
     with SqliteOffsetStore(tmp_path / "ledger.db") as store:
         # Another generation's records must not count.
-        store.record_batch(make_batch(9, generation=2))
+        store.record_batch(offset_stores.make_batch(9, generation=2))
         yield store
 
 
@@ -284,7 +284,7 @@ def test_a_gap_marker_is_reported_with_the_hole_it_explains(
 ) -> None:
     for batch in (0, 1, 3):
         ledger.record_batch(record(batch))
-    ledger.record_gap(make_gap(1_700_000_002_500, batch_id=2))
+    ledger.record_gap(offset_stores.make_gap(1_700_000_002_500, batch_id=2))
     assert inspect(checkpoint, ledger)["ledger"] == ledger_json(
         ledger,
         verdict="ledger_behind",
@@ -368,7 +368,7 @@ def test_the_human_report_states_the_key_numbers_in_aligned_fields(
 ) -> None:
     for batch in range(2):
         ledger.record_batch(record(batch))
-    ledger.record_gap(make_gap(1_700_000_002_500, batch_id=2))
+    ledger.record_gap(offset_stores.make_gap(1_700_000_002_500, batch_id=2))
     sink = write_sink(tmp_path / "output", range(4))
     report = inspect_checkpoint(
         checkpoint, sink_uri=sink, ledger=ledger, pipeline=PIPELINE, generation=1

@@ -19,6 +19,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming.listener import StreamingQueryProgress
 
+import support.waiting as waiting
 from {{ cookiecutter.package_name }}.checkpoint.errors import (
     CorruptCheckpointError,
     NotACheckpointError,
@@ -37,7 +38,6 @@ from {{ cookiecutter.package_name }}.errors import (
 from {{ cookiecutter.package_name }}.storage import (
     open_location,
 )
-from support.waiting import wait_until
 
 QUERY_ID = "8a1f3c52-6f0e-4d3b-9a57-0c2b1e4d5f60"
 
@@ -153,7 +153,9 @@ def run_file_query(
         .start()
     )
     try:
-        wait_until(lambda: not query.isActive, timeout=180, message="the query did not finish")
+        waiting.wait_until(
+            lambda: not query.isActive, timeout=180, message="the query did not finish"
+        )
     finally:
         query.stop()
     assert query.exception() is None
