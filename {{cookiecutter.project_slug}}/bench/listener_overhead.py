@@ -50,8 +50,12 @@ from {{ cookiecutter.package_name }}.spark_session import (  # noqa: E402
 )
 
 
-def job(spark: SparkSession, settings: Settings, *, with_ledger: bool) -> DataFrame:
-    raw = read_kafka_stream(spark, settings.kafka)
+def job(
+    spark: SparkSession, settings: Settings, checkpoint: Path, *, with_ledger: bool
+) -> DataFrame:
+    raw = read_kafka_stream(
+        spark, settings.kafka, initial_offsets_location=str(checkpoint / "sources" / "0" / "0")
+    )
     parsed = transformations.parse_events(
         raw,
         time_source=settings.events.time_source,
@@ -85,7 +89,7 @@ def run_once(
         spark.streams.addListener(listener)
     started = time.perf_counter()
     query = (
-        job(spark, settings, with_ledger=with_ledger)
+        job(spark, settings, workdir / name / "checkpoint", with_ledger=with_ledger)
         .writeStream.queryName(name)
         .format(settings.sink.format)
         .outputMode("append")

@@ -116,6 +116,17 @@ def open_location(uri: str) -> Location:
     return Location(filesystem, str(path), uri)
 
 
+def absolute_uri(uri: str) -> str:
+    """``uri`` unchanged when it has a scheme, else as an absolute local path.
+
+    Spark's Python workers and executors may run in another working directory, so a path
+    handed to them must not depend on the driver's.
+    """
+    if "://" in uri or uri.startswith("file:"):
+        return uri
+    return posixpath.abspath(uri)
+
+
 def join_uri(base: str, *names: str) -> str:
     """``base`` with ``names`` appended, keeping its scheme: ``s3a://b/x`` + ``y`` is ``s3a://b/x/y``."""
     return posixpath.join(base.rstrip("/") or "/", *names) if names else base

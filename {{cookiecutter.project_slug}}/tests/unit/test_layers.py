@@ -29,6 +29,7 @@ LAYERS: dict[str, int] = {
     "spark_session": 2,
     "source": 2,
     "storage": 2,
+    "progress_events": 2,
     "checkpoint": 2,
     "run_lock": 2,
     "sink": 2,

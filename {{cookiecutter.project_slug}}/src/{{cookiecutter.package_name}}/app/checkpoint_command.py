@@ -11,6 +11,7 @@ from ..layout import GENERATION_PREFIX, GenerationLayout
 from ..ledger.opening import ledger_exists, open_store
 from ..settings import Settings
 from ..spark_session import build_spark_session
+from ..storage import absolute_uri
 from .generations import current_generation
 from .inspect import inspect_checkpoint, render_report
 
@@ -47,7 +48,7 @@ def show_checkpoint(
         if path is None:
             if generation is None:
                 generation = 1 if store is None else current_generation(store, pipeline)
-            layout = GenerationLayout(settings.pipeline.root, generation)
+            layout = GenerationLayout(absolute_uri(settings.pipeline.root), generation)
             path, sink = layout.checkpoint, sink or layout.output
         else:
             match = _LAYOUT_CHECKPOINT.match(path)

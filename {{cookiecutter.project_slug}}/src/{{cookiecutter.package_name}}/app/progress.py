@@ -10,9 +10,8 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any, TextIO
 
-from pyspark.sql.streaming.listener import StreamingQueryListener
-
 from ..offsets import flatten, offsets_from_json_object
+from ..progress_events import JsonProgressListener
 
 
 def progress_line(progress: Mapping[str, Any], *, malformed: int | None) -> str:
@@ -61,7 +60,7 @@ def _json(value: object) -> object:
     return json.loads(value) if isinstance(value, str) else value
 
 
-class ConsoleProgress(StreamingQueryListener):
+class ConsoleProgress(JsonProgressListener):
     """Prints :func:`progress_line` for each batch of the queries it is given."""
 
     def __init__(
@@ -75,18 +74,8 @@ class ConsoleProgress(StreamingQueryListener):
         self._malformed = malformed
         self._stream = stream
 
-    def onQueryStarted(self, event: Any) -> None:
-        pass
-
-    def onQueryProgress(self, event: Any) -> None:
-        progress = json.loads(event.progress.json)
+    def on_progress(self, progress: dict[str, Any]) -> None:
         if progress.get("name") not in self._query_names:
             return
         line = progress_line(progress, malformed=self._malformed(progress))
         print(line, file=self._stream or sys.stdout, flush=True)
-
-    def onQueryIdle(self, event: Any) -> None:
-        pass
-
-    def onQueryTerminated(self, event: Any) -> None:
-        pass

@@ -11,17 +11,20 @@ Each has its own checkpoint, so each restarts exactly where it committed.
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pyspark.errors import StreamingQueryException
+from pyspark.errors import PySparkException, StreamingQueryException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming.query import StreamingQuery
 
 from .. import transformations
+from ..checkpoint.errors import CheckpointError
+from ..checkpoint.reader import read_checkpoint
 from ..errors import PipelineError
 from ..layout import GenerationLayout
 from ..ledger.listener import BatchMetricNames, LedgerListener
@@ -33,6 +36,7 @@ from ..settings import LoadedSettings, Settings
 from ..sink import Trigger, start_file_sink
 from ..source.connector import read_kafka_stream
 from ..spark_session import build_spark_session
+from ..storage import absolute_uri
 from .generations import current_generation
 from .progress import ConsoleProgress
 from .signature import pipeline_signature
@@ -82,18 +86,36 @@ class RunRequest:
 
 def run_pipeline(request: RunRequest, spark: SparkSession | None = None) -> RunSummary:
     settings = request.settings
-    spark = spark or build_spark_session(
-        settings,
-        app_name=settings.pipeline.name,
-        master=request.master,
-        extra_conf=request.extra_conf,
-    )
-    session = spark
-    with open_store(settings.ledger, spark=lambda: session) as store:
+    if spark is None:
+        # The session this run starts, it also stops: stopping drains Spark's listener bus
+        # while this process can still answer it, so no progress event is cut off.
+        session = build_spark_session(
+            settings,
+            app_name=settings.pipeline.name,
+            master=request.master,
+            # Stage progress bars would garble the one line per batch.
+            extra_conf={"spark.ui.showConsoleProgress": "false", **request.extra_conf},
+        )
+        try:
+            return _run_with_store(request, session)
+        finally:
+            session.stop()
+    return _run_with_store(request, spark)
+
+
+def _run_with_store(request: RunRequest, spark: SparkSession) -> RunSummary:
+    settings = request.settings
+    with open_store(settings.ledger, spark=lambda: spark) as store:
         generation = current_generation(store, settings.pipeline.name)
-        layout = GenerationLayout(settings.pipeline.root, generation)
+        layout = GenerationLayout(absolute_uri(settings.pipeline.root), generation)
         with RunLock(layout.run_lock, purpose="run") as run_lock:
-            return _run_generation(request, spark, store, layout, run_lock)
+            try:
+                return _run_generation(request, spark, store, layout, run_lock)
+            except PySparkException as error:
+                # Spark's message carries a Python traceback from its workers; the cause
+                # the user can act on is its last "SomethingError: ..." line.
+                log.debug("the query could not start", exc_info=True)
+                raise QueryFailedError(f"the pipeline could not start: {cause(error)}") from None
 
 
 def _run_generation(
@@ -157,23 +179,53 @@ def _run_generation(
         summary.stopped_by = _wait(queries, request.stop, run_lock)
     finally:
         _stop_gracefully(queries)
-        last = _last_batch_id(queries[0]) if queries else None
-        if last is not None and not ledger.wait_for_batch(last, _LEDGER_CATCH_UP_TIMEOUT_S):
-            log.warning(
-                "the ledger has not seen batch %d within %.0f s; the upgrade planner will "
-                "fall back to the checkpoint for it",
-                last,
-                _LEDGER_CATCH_UP_TIMEOUT_S,
-            )
+        committed = {
+            AGGREGATES_QUERY: _last_committed(layout.checkpoint),
+            QUARANTINE_QUERY: _last_committed(layout.quarantine_checkpoint),
+        }
+        _wait_for_ledger(store, ledger, layout, committed.get(AGGREGATES_QUERY))
         spark.streams.removeListener(ledger)
         spark.streams.removeListener(console)
     for query in queries:
         summary.progress[query.name] = list(query.recentProgress)
-        batch = _last_batch_id(query)
-        if batch is not None:
-            summary.batches[query.name] = batch
+    summary.batches = {name: batch for name, batch in committed.items() if batch is not None}
     _raise_if_failed(queries)
     return summary
+
+
+def _last_committed(checkpoint: str) -> int | None:
+    """The checkpoint's last committed batch: the truth, where lastProgress may name the
+    next batch id of a trigger that found no data."""
+    try:
+        return read_checkpoint(checkpoint).last_committed_batch
+    except CheckpointError:
+        return None  # the query failed before it wrote a checkpoint
+
+
+def _wait_for_ledger(
+    store: OffsetStore, ledger: LedgerListener, layout: GenerationLayout, batch_id: int | None
+) -> None:
+    """Wait until the ledger holds (or has given up on) the last committed batch.
+
+    Progress events reach the listener asynchronously, after the batch committed. A batch
+    committed by an earlier run is already in the store; one of this run may still be on
+    its way.
+    """
+    if batch_id is None:
+        return
+    deadline = time.monotonic() + _LEDGER_CATCH_UP_TIMEOUT_S
+    while time.monotonic() < deadline:
+        last = store.last_batch(ledger.pipeline, layout.generation)
+        if (last is not None and last.batch_id >= batch_id) or ledger.wait_for_batch(
+            batch_id, timeout_s=_POLL_S
+        ):
+            return
+    log.warning(
+        "the ledger has not recorded batch %d within %.0f s; the upgrade planner will fall "
+        "back to the checkpoint for it",
+        batch_id,
+        _LEDGER_CATCH_UP_TIMEOUT_S,
+    )
 
 
 def _aggregates_frame(
@@ -261,11 +313,6 @@ def _stop_gracefully(queries: list[StreamingQuery]) -> None:
             query.stop()
 
 
-def _last_batch_id(query: StreamingQuery) -> int | None:
-    progress = query.lastProgress
-    return None if progress is None else int(progress["batchId"])
-
-
 def _observed(progress: Mapping[str, Any], name: str) -> int | None:
     observed = (progress.get("observedMetrics") or {}).get(METRICS.observation)
     if not observed or observed.get(name) is None:
@@ -281,8 +328,20 @@ def _raise_if_failed(queries: list[StreamingQuery]) -> None:
 
 
 def _first_line(error: StreamingQueryException) -> str:
-    lines = [line for line in str(error).strip().splitlines() if line.strip()]
-    return lines[0][:500] if lines else type(error).__name__
+    return cause(error)
+
+
+_CAUSE_LINE = re.compile(r"^(?:[\w.]+\.)?(\w+(?:Error|Exception)): (.+)$")
+
+
+def cause(error: BaseException) -> str:
+    """The most specific one-line cause in a Spark error's text, at most 500 characters."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    causes = [match for line in lines if (match := _CAUSE_LINE.match(line))]
+    if causes:
+        name, message = causes[-1].groups()
+        return f"{name}: {message}"[:500]
+    return (lines[0] if lines else type(error).__name__)[:500]
 
 
 def run(

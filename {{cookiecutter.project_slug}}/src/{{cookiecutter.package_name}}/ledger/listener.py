@@ -21,9 +21,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from pyspark.sql.streaming.listener import StreamingQueryListener
-
 from ..offsets import format_offsets, offsets_from_json_object
+from ..progress_events import JsonProgressListener
 from .records import BatchRecord, LedgerGap
 from .store import OffsetStore
 
@@ -106,7 +105,7 @@ def _merged_offsets(sources: list[Mapping[str, Any]], key: str) -> str | None:
     return format_offsets(merged) if merged else None
 
 
-class LedgerListener(StreamingQueryListener):
+class LedgerListener(JsonProgressListener):
     """Records the batches of the query named ``query_name`` in ``store``."""
 
     def __init__(
@@ -120,6 +119,7 @@ class LedgerListener(StreamingQueryListener):
         clock_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000,
     ) -> None:
         self._store = store
+        self.pipeline = pipeline
         self._pipeline = pipeline
         self._generation = generation
         self._query_name = query_name
@@ -130,11 +130,7 @@ class LedgerListener(StreamingQueryListener):
         self.last_batch_id: int | None = None  # the highest batch id handled, written or not
         self.failed_writes = 0
 
-    def onQueryStarted(self, event: Any) -> None:
-        pass
-
-    def onQueryProgress(self, event: Any) -> None:
-        progress = json.loads(event.progress.json)
+    def on_progress(self, progress: dict[str, Any]) -> None:
         if progress.get("name") != self._query_name:
             return
         batch_id = progress.get("batchId")
@@ -153,12 +149,6 @@ class LedgerListener(StreamingQueryListener):
             if isinstance(batch_id, int):
                 self.last_batch_id = max(batch_id, self.last_batch_id or batch_id)
             self._condition.notify_all()
-
-    def onQueryIdle(self, event: Any) -> None:
-        pass
-
-    def onQueryTerminated(self, event: Any) -> None:
-        pass
 
     def wait_for_batch(self, batch_id: int, timeout_s: float) -> bool:
         """Wait until the progress of ``batch_id`` (or a later one) has been handled."""
