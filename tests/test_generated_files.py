@@ -88,6 +88,7 @@ COMMON_FILES = {
     "tests/integration/test_pykafka_data_loss.py",
     "tests/integration/test_pykafka_source.py",
     "tests/integration/test_pykafka_triggers.py",
+    "tests/integration/test_run_command.py",
     "tests/support/__init__.py",
     "tests/support/fake_repository.py",
     "tests/support/kafka_backends.py",

@@ -40,10 +40,15 @@ class PipelineSettings:
     name: str
     # Every generation's checkpoint, output and quarantine live below this root.
     root: str
+    # Partitions of the windowed state (spark.sql.shuffle.partitions). A checkpoint keeps
+    # the number it started with; a new value takes effect in the next generation.
+    state_partitions: int = 8
 
     def __post_init__(self) -> None:
         _require_text("name", self.name)
         _require_text("root", self.root)
+        if self.state_partitions < 1:
+            raise InvalidValueError("must be a positive number", field="state_partitions")
 
 
 @dataclass(frozen=True, slots=True)

@@ -93,8 +93,12 @@ def run_pipeline(request: RunRequest, spark: SparkSession | None = None) -> RunS
             settings,
             app_name=settings.pipeline.name,
             master=request.master,
-            # Stage progress bars would garble the one line per batch.
-            extra_conf={"spark.ui.showConsoleProgress": "false", **request.extra_conf},
+            extra_conf={
+                # Stage progress bars would garble the one line per batch.
+                "spark.ui.showConsoleProgress": "false",
+                "spark.sql.shuffle.partitions": str(settings.pipeline.state_partitions),
+                **request.extra_conf,
+            },
         )
         try:
             return _run_with_store(request, session)
@@ -302,15 +306,34 @@ def _wait(queries: list[StreamingQuery], stop: threading.Event, run_lock: RunLoc
 
 
 def _stop_gracefully(queries: list[StreamingQuery]) -> None:
-    """Let each query finish the batch in flight, then stop it before the next one starts."""
-    for query in queries:
-        deadline = time.monotonic() + _BATCH_FINISH_TIMEOUT_S
-        while (
-            query.isActive and query.status.get("isTriggerActive") and time.monotonic() < deadline
-        ):
+    """Let each query finish the batch in flight, then stop it.
+
+    A query that is between triggers stops at once. One that is running a batch stops as
+    soon as that batch has reported its progress, which Spark does after the batch
+    committed. When batches run back to back, the next one may have begun by then; stopping
+    interrupts it, and the checkpoint replays it on the next run.
+    """
+    in_flight = {id(query): _reported_batch(query) for query in queries}
+    pending = [query for query in queries if query.isActive]
+    deadline = time.monotonic() + _BATCH_FINISH_TIMEOUT_S
+    while pending:
+        for query in list(pending):
+            finished = (
+                not query.isActive
+                or not query.status.get("isTriggerActive")
+                or _reported_batch(query) != in_flight[id(query)]
+                or time.monotonic() >= deadline
+            )
+            if finished:
+                query.stop()
+                pending.remove(query)
+        if pending:
             time.sleep(0.1)
-        if query.isActive:
-            query.stop()
+
+
+def _reported_batch(query: StreamingQuery) -> object:
+    progress = query.lastProgress
+    return None if progress is None else progress.get("batchId")
 
 
 def _observed(progress: Mapping[str, Any], name: str) -> int | None:
