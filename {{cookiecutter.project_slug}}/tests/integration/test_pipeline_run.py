@@ -61,11 +61,17 @@ pytestmark = pytest.mark.integration
 
 WINDOW_MS = 10 * MINUTE_MS
 DELAY_MS = 5 * MINUTE_MS
-MALFORMED = [
-    b"\xff\xfe not json",
-    b'{"article_id": "a1", "event_time": "2025-',
-    b'{"article_id": "a9"}',
-]
+# Each malformed value and the reason it must be quarantined with.
+MALFORMED = {
+    b"\xff\xfe not json": "value is not valid UTF-8",
+    b'{"article_id": "a1", "event_time": "2025-': "value is not valid JSON",
+    b'{"article_id": 7, "event_time": "2025-11-22T10:00:00Z"}': (
+        "field 'article_id' is not a string"
+    ),
+    b'{"article_id": "a9"}': "missing required field 'event_time'",
+    # About 1 MB: under the broker's message size limit, over events.max_value_bytes.
+    b"x" * 999_000: "value is 999000 bytes, over the 262144-byte limit",
+}
 
 
 def ledger_batches(settings: Settings, spark: SparkSession) -> list[BatchRecord]:
@@ -155,8 +161,8 @@ def test_the_ledger_holds_what_the_query_reported_and_malformed_records_are_quar
     assert windows_written(spark, layout) == oracle(events, ledger[-1].batch_watermark_ms)
 
     quarantined = spark.read.parquet(layout.quarantine).collect()
-    assert sorted(bytes(row.value) for row in quarantined) == sorted(MALFORMED)
-    assert all(row.reason for row in quarantined)
+    assert {bytes(row.value): row.reason for row in quarantined} == MALFORMED
+    assert len(quarantined) == len(MALFORMED)
 
 
 def test_a_restart_continues_the_generation_and_writes_no_window_twice(
