@@ -25,6 +25,7 @@ from {{ cookiecutter.package_name }}.app.run import (
     AGGREGATES_QUERY,
     RunRequest,
     RunSummary,
+    UpgradeRequiredError,
     run_pipeline,
 )
 from {{ cookiecutter.package_name }}.checkpoint.reader import (
@@ -298,3 +299,33 @@ def test_the_inspector_reads_the_run_checkpoint_and_agrees_with_the_ledger(
     assert shown["ledger"]["verdict"] == "agrees"
     assert shown["last_committed"]["batch_id"] == ledger[-1].batch_id
     assert shown["last_committed"]["batch_watermark_ms"] == ledger[-1].batch_watermark_ms
+
+
+def test_a_change_the_checkpoint_cannot_carry_is_refused_with_advice(
+    spark: SparkSession, kafka_backend: kafka.KafkaBackend, topic: str, tmp_path: Path
+) -> None:
+    bootstrap = kafka_backend.bootstrap_servers
+    times = [BASE_MS + i * MINUTE_MS for i in range(12)]
+    kafka.produce(bootstrap, topic, pipelines.page_views(["a1"], times, partitions=2))
+    settings = pipelines.pipeline_settings(tmp_path, bootstrap, topic)
+    run(settings, spark)
+    before = ledger_batches(settings, spark)
+    version_2 = pipelines.pipeline_settings(
+        tmp_path,
+        bootstrap,
+        topic,
+        'aggregation.metrics={"views": "count(*)", "users": "approx_count_distinct(user_id)"}',
+    )
+    kafka.produce(bootstrap, topic, pipelines.page_views(["a1"], [times[-1] + MINUTE_MS], 2))
+
+    with pytest.raises(UpgradeRequiredError, match="aggregates") as refused:
+        run(version_2, spark)
+
+    assert "upgrade plan" in str(refused.value)
+    assert ledger_batches(settings, spark) == before
+    # A change the checkpoint carries (the watermark delay) runs on.
+    longer_delay = pipelines.pipeline_settings(
+        tmp_path, bootstrap, topic, "window.watermark_delay=6 minutes"
+    )
+    run(longer_delay, spark)
+    assert len(ledger_batches(settings, spark)) > len(before)

@@ -22,6 +22,7 @@ LAYERS: dict[str, int] = {
     "redaction": 1,
     "offsets": 1,
     "layout": 1,
+    "advisor": 1,
     "transformations": 1,
     "settings": 2,
     "ledger": 2,

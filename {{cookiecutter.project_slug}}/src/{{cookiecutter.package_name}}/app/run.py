@@ -23,6 +23,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming.query import StreamingQuery
 
 from .. import transformations
+from ..advisor import Verdict, advise
 from ..checkpoint.errors import CheckpointError
 from ..checkpoint.reader import read_checkpoint
 from ..errors import PipelineError
@@ -57,6 +58,12 @@ METRICS = BatchMetricNames(
 _BATCH_FINISH_TIMEOUT_S = 300.0
 _LEDGER_CATCH_UP_TIMEOUT_S = 30.0
 _POLL_S = 1
+
+
+class UpgradeRequiredError(PipelineError):
+    """The settings or code changed in a way the current checkpoint cannot carry."""
+
+    exit_code = 3
 
 
 class QueryFailedError(PipelineError):
@@ -278,6 +285,17 @@ def _record_generation(
     )
     now_ms = time.time_ns() // 1_000_000
     existing = store.generation(settings.pipeline.name, layout.generation)
+    if existing is not None and existing.signature:
+        advice = advise(existing.signature, signature)
+        if advice.verdict is Verdict.NEEDS_NEW_CHECKPOINT:
+            raise UpgradeRequiredError(
+                f"generation {layout.generation}'s checkpoint cannot carry this version of the "
+                "pipeline: "
+                + " ".join(advice.sentences())
+                + " Run `upgrade plan` to see how a new generation would start."
+            )
+        for sentence in advice.sentences()[:-1]:
+            log.info("signature change on the same checkpoint: %s", sentence)
     store.record_generation(
         GenerationRecord(
             pipeline=settings.pipeline.name,
