@@ -15,7 +15,7 @@ import re
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pyspark.errors import PySparkException, StreamingQueryException
@@ -40,7 +40,7 @@ from ..spark_session import build_spark_session
 from ..storage import absolute_uri
 from .generations import current_generation
 from .progress import ConsoleProgress
-from .signature import pipeline_signature
+from .signature import build_signature
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +62,12 @@ _POLL_S = 1
 
 class UpgradeRequiredError(PipelineError):
     """The settings or code changed in a way the current checkpoint cannot carry."""
+
+    exit_code = 3
+
+
+class UpgradeIncompleteError(PipelineError):
+    """The newest generation was planned, but its plan was not applied to the end."""
 
     exit_code = 3
 
@@ -138,9 +144,19 @@ def _run_generation(
 ) -> RunSummary:
     settings = request.settings
     pipeline = settings.pipeline.name
-    aggregates = _aggregates_frame(spark, settings, layout)
-    quarantine = _quarantine_frame(spark, settings, layout)
-    _record_generation(store, settings, layout, aggregates, spark.version)
+    record = store.generation(pipeline, layout.generation)
+    start = generation_start(record)
+    plan_pending = [
+        record is not None and record.plan is not None and not record.plan.get("consumed_at_ms")
+    ]
+
+    def mark_plan_consumed() -> None:
+        if plan_pending[0] and _mark_plan_consumed(store, pipeline, layout):
+            plan_pending[0] = False
+
+    aggregates = _aggregates_frame(spark, settings, layout, start)
+    quarantine = _quarantine_frame(spark, settings, layout, start)
+    _record_generation(store, settings, layout, build_signature(spark, settings, layout))
 
     ledger = LedgerListener(
         store,
@@ -165,6 +181,11 @@ def _run_generation(
     request.echo(f"  quarantine  {layout.quarantine}")
     request.echo(f"  checkpoint  {layout.checkpoint}")
     request.echo(f"  ledger      {store.describe()}")
+    if start.replay_after_ms is not None:
+        request.echo(
+            f"  upgrade     started from a plan: windows ending at or before "
+            f"W = {start.replay_after_ms} ms were written by generation {layout.generation - 1}"
+        )
     queries: list[StreamingQuery] = []
     try:
         queries.append(
@@ -187,7 +208,12 @@ def _run_generation(
                 trigger=trigger,
             )
         )
-        summary.stopped_by = _wait(queries, request.stop, run_lock)
+        summary.stopped_by = _wait(
+            queries,
+            request.stop,
+            run_lock,
+            on_tick=mark_plan_consumed,
+        )
     finally:
         _stop_gracefully(queries)
         committed = {
@@ -239,26 +265,82 @@ def _wait_for_ledger(
     )
 
 
+@dataclass(frozen=True, slots=True)
+class GenerationStart:
+    """How a generation's queries start: from the settings, or from an applied plan."""
+
+    starting_offsets: str | None = None  # for the aggregates query; None: the settings'
+    quarantine_offsets: str | None = None
+    # W of the generation before: (event, window) pairs with window end <= W are dropped,
+    # for the whole life of the generation, since its checkpoint expects that query plan.
+    replay_after_ms: int | None = None
+
+
+def generation_start(record: GenerationRecord | None) -> GenerationStart:
+    """The start of the generation ``record`` describes; refuses a plan left half applied."""
+    if record is None or record.plan is None:
+        return GenerationStart()
+    plan = record.plan
+    if record.status is GenerationStatus.PLANNED and plan.get("applied_at_ms") is None:
+        raise UpgradeIncompleteError(
+            f"generation {record.generation} of {record.pipeline!r} is planned but its plan "
+            "was not applied completely: run `upgrade apply` to finish it, or "
+            "`upgrade rollback` to go back"
+        )
+    return GenerationStart(
+        starting_offsets=str(plan["restart_offsets"]),
+        quarantine_offsets=str(plan["quarantine_offsets"]),
+        replay_after_ms=int(str(plan["replay_after_ms"])),
+    )
+
+
 def _aggregates_frame(
-    spark: SparkSession, settings: Settings, layout: GenerationLayout
+    spark: SparkSession, settings: Settings, layout: GenerationLayout, start: GenerationStart
 ) -> DataFrame:
-    raw = read_kafka_stream(spark, settings.kafka, initial_offsets_location=layout.initial_offsets)
+    raw = read_kafka_stream(
+        spark,
+        settings.kafka,
+        starting_offsets=start.starting_offsets,
+        initial_offsets_location=layout.initial_offsets,
+    )
     parsed = transformations.observe_batch_metrics(_parse(raw, settings))
     return transformations.windowed_aggregates(
         transformations.valid_events(parsed),
         window=settings.window.spec,
         keys=settings.aggregation.keys,
         metrics=settings.aggregation.metric_specs,
+        replay_after_ms=start.replay_after_ms,
     )
 
 
 def _quarantine_frame(
-    spark: SparkSession, settings: Settings, layout: GenerationLayout
+    spark: SparkSession, settings: Settings, layout: GenerationLayout, start: GenerationStart
 ) -> DataFrame:
+    # The quarantine is stateless: it goes on exactly where the generation before stopped.
     raw = read_kafka_stream(
-        spark, settings.kafka, initial_offsets_location=layout.quarantine_initial_offsets
+        spark,
+        settings.kafka,
+        starting_offsets=start.quarantine_offsets,
+        initial_offsets_location=layout.quarantine_initial_offsets,
     )
     return transformations.quarantine_records(_parse(raw, settings))
+
+
+def _mark_plan_consumed(store: OffsetStore, pipeline: str, layout: GenerationLayout) -> bool:
+    """Once the generation committed a batch, its plan has done its work: say so.
+
+    True when the plan is (now) marked consumed.
+    """
+    record = store.generation(pipeline, layout.generation)
+    if record is None or record.plan is None or record.plan.get("consumed_at_ms") is not None:
+        return True
+    if _last_committed(layout.checkpoint) is None:
+        return False
+    now_ms = time.time_ns() // 1_000_000
+    store.record_generation(
+        replace(record, plan={**record.plan, "consumed_at_ms": now_ms}, updated_at_ms=now_ms)
+    )
+    return True
 
 
 def _parse(raw: DataFrame, settings: Settings) -> DataFrame:
@@ -274,15 +356,8 @@ def _record_generation(
     store: OffsetStore,
     settings: Settings,
     layout: GenerationLayout,
-    aggregates: DataFrame,
-    spark_version: str,
+    signature: dict[str, object],
 ) -> None:
-    signature = pipeline_signature(
-        settings,
-        layout,
-        aggregate_schema=[(f.name, f.dataType.simpleString()) for f in aggregates.schema.fields],
-        spark_version=spark_version,
-    )
     now_ms = time.time_ns() // 1_000_000
     existing = store.generation(settings.pipeline.name, layout.generation)
     if existing is not None and existing.signature:
@@ -309,8 +384,15 @@ def _record_generation(
     )
 
 
-def _wait(queries: list[StreamingQuery], stop: threading.Event, run_lock: RunLock) -> str:
+def _wait(
+    queries: list[StreamingQuery],
+    stop: threading.Event,
+    run_lock: RunLock,
+    *,
+    on_tick: Callable[[], None],
+) -> str:
     while True:
+        on_tick()
         if stop.is_set():
             return "stop request"
         if run_lock.lost:

@@ -11,8 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from pyspark.sql import SparkSession
+
+from .. import transformations
 from ..layout import GenerationLayout
 from ..settings import Settings
+from ..source.schema import spark_schema
 
 OUTPUT_MODE = "append"
 
@@ -57,3 +61,28 @@ def pipeline_signature(
         "output_mode": OUTPUT_MODE,
         "spark_version": spark_version,
     }
+
+
+def build_signature(
+    spark: SparkSession, settings: Settings, layout: GenerationLayout
+) -> dict[str, object]:
+    """The signature of the job these settings build, planned by Spark without reading Kafka.
+
+    The output schema comes from running the job's own transformations over an empty
+    DataFrame of Kafka rows, so ``run`` and ``upgrade plan`` derive it the same way.
+    """
+    raw = spark.createDataFrame([], spark_schema(include_headers=False))
+    events = transformations.valid_events(
+        transformations.parse_events(
+            raw,
+            time_source=settings.events.time_source,
+            time_field=settings.events.time_field,
+            max_value_bytes=settings.events.max_value_bytes,
+        )
+    )
+    schema = transformations.aggregate_schema(
+        events, settings.aggregation.keys, settings.aggregation.metric_specs
+    )
+    return pipeline_signature(
+        settings, layout, aggregate_schema=schema, spark_version=spark.version
+    )
