@@ -136,4 +136,13 @@ def _major(version: object) -> str:
 
 
 def _show(value: object) -> str:
-    return "(none)" if value is None else repr(value)
+    if value is None:
+        return "(none)"
+    if isinstance(value, list) and all(isinstance(v, Mapping) and "name" in v for v in value):
+        # Aggregates and schemas: "[views count(*), users approx_count_distinct(user_id)]".
+        parts = [
+            " ".join(str(v) for v in (item["name"], item.get("expression", item.get("type"))))
+            for item in value
+        ]
+        return "[" + ", ".join(parts) + "]"
+    return repr(value)

@@ -13,7 +13,7 @@ from pathlib import Path
 from types import FrameType
 
 from . import __version__
-from .app import checkpoint_command, configuration
+from .app import checkpoint_command, configuration, output_command, upgrade
 from .app import run as running
 from .errors import PipelineError
 
@@ -126,7 +126,89 @@ def build_parser() -> argparse.ArgumentParser:
     )
     checkpoint_show.add_argument("--json", action="store_true", help="print the report as JSON")
     checkpoint_show.set_defaults(handler=_checkpoint_show)
+
+    upgrade_parser = commands.add_parser(
+        "upgrade",
+        help="move the pipeline onto a new checkpoint without losing or repeating a window",
+        description=UPGRADE_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    upgrade_commands = upgrade_parser.add_subparsers(dest="upgrade_command", metavar="COMMAND")
+    upgrade_commands.required = True
+    plan = upgrade_commands.add_parser(
+        "plan",
+        help="say whether the change needs a new checkpoint and, if so, where it restarts",
+        description="Compare the pipeline the current checkpoint was written with against "
+        "the current code and settings. When the checkpoint cannot carry the change, compute "
+        "where each partition restarts and explain why. Changes nothing.",
+    )
+    plan.add_argument("--json", action="store_true", help="print the advice and plan as JSON")
+    apply = upgrade_commands.add_parser(
+        "apply",
+        help="record the plan as the next generation and retire the current one",
+        description="Apply the upgrade: record the plan as generation N+1, retire "
+        "generation N (its checkpoint and output stay untouched), and leave generation N+1 "
+        "for `run` to start. Safe to run again after a crash at any point.",
+    )
+    for command in (plan, apply):
+        command.add_argument(
+            "--accept-data-loss",
+            action="store_true",
+            help="restart partitions whose needed records retention already deleted at their "
+            "earliest available offset, instead of refusing",
+        )
+        command.add_argument(
+            "--no-scan",
+            action="store_true",
+            help="keep the batch-level restart offsets; skip reading Kafka to tighten them",
+        )
+    plan.set_defaults(handler=_upgrade_plan)
+    apply.set_defaults(handler=_upgrade_apply)
+    rollback = upgrade_commands.add_parser(
+        "rollback",
+        help="return to the previous generation, if the new one has not committed a batch",
+        description="Undo an applied upgrade whose generation has not committed a batch yet.",
+    )
+    rollback.set_defaults(handler=_upgrade_rollback)
+
+    output = commands.add_parser(
+        "output",
+        help="read the pipeline's output across every generation",
+        description="Read the output of every generation, each through its own "
+        "_spark_metadata (committed files only), with a generation column.",
+    )
+    output_commands = output.add_subparsers(dest="output_command", metavar="COMMAND")
+    output_commands.required = True
+    output_show = output_commands.add_parser(
+        "show",
+        help="print the windows written so far, oldest first",
+        description="Print the windows every generation has written, oldest first. "
+        "Only committed files are read.",
+    )
+    output_show.add_argument(
+        "--limit", type=int, default=20, metavar="N", help="rows to print (default 20)"
+    )
+    output_show.add_argument(
+        "--generation", type=_positive_int, metavar="N", help="only this generation"
+    )
+    output_show.add_argument("--json", action="store_true", help="print the rows as JSON")
+    output_show.set_defaults(handler=_output_show)
     return parser
+
+
+UPGRADE_DESCRIPTION = f"""\
+Some changes cannot run on the current checkpoint: a new aggregate, other grouping keys, a
+new window, another topic, a new major Spark version. The pipeline then starts a new
+generation with a new checkpoint and new output directories. In append mode, the windows
+still open at the old watermark W were never written: the new generation replays the
+Kafka records that feed them and drops (event, window) pairs whose window ended at or
+before W, which the old generation already wrote.
+
+  {PROG} upgrade plan        what changed, and where each partition would restart (why)
+  {PROG} upgrade apply       make it so: generation N retired, N+1 planned
+  {PROG} run                 starts generation N+1 from the plan
+  {PROG} upgrade rollback    back to generation N, while N+1 has committed nothing
+"""
 
 
 CHECKPOINT_SHOW_DESCRIPTION = f"""\
@@ -184,6 +266,45 @@ def _checkpoint_show(args: argparse.Namespace) -> int:
             as_json=args.json,
         )
     )
+    return 0
+
+
+def _output_show(args: argparse.Namespace) -> int:
+    loaded = configuration.load(args.config, args.overrides)
+    print(
+        output_command.show_output(
+            loaded.settings, limit=args.limit, as_json=args.json, generation=args.generation
+        )
+    )
+    return 0
+
+
+def _upgrade_plan(args: argparse.Namespace) -> int:
+    loaded = configuration.load(args.config, args.overrides)
+    print(
+        upgrade.plan_command(
+            loaded.settings,
+            as_json=args.json,
+            accept_data_loss=args.accept_data_loss,
+            scan=not args.no_scan,
+        )
+    )
+    return 0
+
+
+def _upgrade_apply(args: argparse.Namespace) -> int:
+    loaded = configuration.load(args.config, args.overrides)
+    print(
+        upgrade.apply_command(
+            loaded.settings, accept_data_loss=args.accept_data_loss, scan=not args.no_scan
+        )
+    )
+    return 0
+
+
+def _upgrade_rollback(args: argparse.Namespace) -> int:
+    loaded = configuration.load(args.config, args.overrides)
+    print(upgrade.rollback_command(loaded.settings))
     return 0
 
 

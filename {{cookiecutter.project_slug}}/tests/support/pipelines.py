@@ -29,6 +29,13 @@ def pipeline_settings(
     *overrides: str,
 ) -> Settings:
     """Settings for one test: its own pipeline name, root and ledger, then ``overrides``."""
+    return load_settings(
+        env={}, overrides=pipeline_overrides(tmp_path, bootstrap, topic, *overrides)
+    ).settings
+
+
+def pipeline_overrides(tmp_path: Path, bootstrap: str, topic: str, *overrides: str) -> list[str]:
+    """The ``section.key=value`` settings of :func:`pipeline_settings`, e.g. for ``--set``."""
     base = [
         f"pipeline.name={topic}",
         f"pipeline.root={tmp_path / 'pipeline'}",
@@ -41,7 +48,7 @@ def pipeline_settings(
         "sink.trigger_interval=1 second",
         *ledger_overrides(tmp_path),
     ]
-    return load_settings(env={}, overrides=[*base, *overrides]).settings
+    return [*base, *overrides]
 
 
 def ledger_overrides(tmp_path: Path) -> list[str]:

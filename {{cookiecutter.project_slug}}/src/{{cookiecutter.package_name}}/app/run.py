@@ -16,6 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from typing import Any
 
 from pyspark.errors import PySparkException, StreamingQueryException
@@ -146,6 +147,14 @@ def _run_generation(
     pipeline = settings.pipeline.name
     record = store.generation(pipeline, layout.generation)
     start = generation_start(record)
+    notes: list[str] = []
+    replaying = start.replay_after_ms is not None and _last_committed(layout.checkpoint) is None
+    if replaying and settings.kafka.max_offsets_per_trigger:
+        # The replay must run as one batch with whatever has arrived since: split by a rate
+        # limit, a partition that races ahead would raise the new query's watermark and make
+        # replayed events of a lagging partition late, though the old generation counted them.
+        settings = replace(settings, kafka=replace(settings.kafka, max_offsets_per_trigger=0))
+        notes.append("  rate limit  off for the replay batch; back on at the next run")
     plan_pending = [
         record is not None and record.plan is not None and not record.plan.get("consumed_at_ms")
     ]
@@ -183,9 +192,11 @@ def _run_generation(
     request.echo(f"  ledger      {store.describe()}")
     if start.replay_after_ms is not None:
         request.echo(
-            f"  upgrade     started from a plan: windows ending at or before "
-            f"W = {start.replay_after_ms} ms were written by generation {layout.generation - 1}"
+            f"  upgrade     started from a plan: generation {layout.generation - 1} wrote the "
+            f"windows ending at or before W = {_iso(start.replay_after_ms)}"
         )
+    for note in notes:
+        request.echo(note)
     queries: list[StreamingQuery] = []
     try:
         queries.append(
@@ -366,7 +377,7 @@ def _record_generation(
             raise UpgradeRequiredError(
                 f"generation {layout.generation}'s checkpoint cannot carry this version of the "
                 "pipeline: "
-                + " ".join(advice.sentences())
+                + "; ".join(advice.sentences())
                 + " Run `upgrade plan` to see how a new generation would start."
             )
         for sentence in advice.sentences()[:-1]:
@@ -483,3 +494,8 @@ def describe_summary(summary: RunSummary) -> str:
         f"{summary.pipeline}: generation {summary.generation} stopped ({summary.stopped_by}); "
         f"committed {batches or 'no batch'}"
     )
+
+
+def _iso(epoch_ms: int) -> str:
+    moment = datetime.fromtimestamp(epoch_ms / 1000, tz=UTC)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")

@@ -1,0 +1,423 @@
+"""Use cases: plan an upgrade onto a new checkpoint, apply it, roll it back.
+
+The old generation's checkpoint decides what committed; the ledger adds each batch's event
+times. The plan says where each partition restarts so that every window still open at W
+(the watermark of the last committed batch) is rebuilt, and the new generation drops
+(event, window) pairs whose window ended at or before W, which generation N already wrote.
+
+`apply` is a sequence of idempotent steps, each one durable before the next begins, so a
+run killed at any point and started again finishes the job:
+
+  1. hold the old generation's run lock (no run may hold it),
+  2. record the plan as generation N+1, status "planned",
+  3. retire generation N (its directories stay where they are, untouched),
+  4. check generation N+1's directories hold no checkpoint,
+  5. mark the plan applied.
+
+`run` then starts generation N+1 from the plan and marks it consumed after its first commit.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+
+from pyspark.sql import SparkSession
+
+from .. import planner
+from ..advisor import Advice, Verdict, advise
+from ..checkpoint.errors import CheckpointError, NotACheckpointError
+from ..checkpoint.reader import CheckpointState, read_checkpoint
+from ..errors import PipelineError
+from ..layout import GenerationLayout
+from ..ledger.opening import ledger_exists, open_store
+from ..ledger.records import GenerationRecord, GenerationStatus
+from ..ledger.store import OffsetStore
+from ..offsets import flatten, parse_offsets
+from ..run_lock import RunLock
+from ..settings import Settings
+from ..source.connector import kafka_read_options
+from ..source.initial_offsets import load_initial_offsets
+from ..source.kafka_metadata import KafkaMetadata
+from ..source.options import parse_options
+from ..spark_session import build_spark_session
+from ..storage import absolute_uri
+from .replay_scan import event_times
+from .signature import build_signature
+
+APPLY_STEPS = ("record_plan", "retire_old", "check_directories", "mark_applied")
+
+
+class UpgradeError(PipelineError):
+    exit_code = 3
+
+
+class NoLedgerError(UpgradeError):
+    exit_code = 2
+
+
+class UnknownPipelineError(UpgradeError):
+    exit_code = 2
+
+
+class PlanAlreadyAppliedError(UpgradeError):
+    """Generation N+1 was planned and applied already; `run` starts it."""
+
+
+class RollbackRefusedError(UpgradeError):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class UpgradePlan:
+    advice: Advice
+    document: dict[str, object] | None  # the plan as the ledger keeps it; None: none needed
+    restart: planner.RestartPlan | None
+
+    def to_json(self) -> dict[str, object]:
+        return {"advice": self.advice.to_json(), "plan": self.document}
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def _session_factory(settings: Settings) -> Callable[[], SparkSession]:
+    sessions: list[SparkSession] = []
+
+    def session() -> SparkSession:
+        if not sessions:
+            sessions.append(
+                build_spark_session(
+                    settings,
+                    app_name=f"{settings.pipeline.name}-upgrade",
+                    master="local[1]",
+                    extra_conf={"spark.ui.showConsoleProgress": "false"},
+                )
+            )
+        return sessions[0]
+
+    return session
+
+
+def _open_ledger(settings: Settings, spark: Callable[[], SparkSession]) -> OffsetStore:
+    if not ledger_exists(settings.ledger):
+        raise NoLedgerError(
+            f"no ledger at {settings.ledger.location}: nothing has run yet, or ledger.location "
+            "points elsewhere"
+        )
+    return open_store(settings.ledger, spark=spark)
+
+
+def _live_generation(store: OffsetStore, pipeline: str) -> GenerationRecord:
+    generations = store.generations(pipeline)
+    if not generations:
+        known = ", ".join(store.pipelines()) or "none"
+        raise UnknownPipelineError(
+            f"the ledger {store.describe()} knows no pipeline {pipeline!r} (it knows: {known}); "
+            "check pipeline.name"
+        )
+    live = [g for g in generations if g.status is not GenerationStatus.RETIRED]
+    if not live:
+        raise UpgradeError(f"every generation of {pipeline!r} is retired; nothing to upgrade")
+    return max(live, key=lambda g: g.generation)
+
+
+def compute_plan(
+    settings: Settings,
+    store: OffsetStore,
+    spark: SparkSession,
+    old: GenerationRecord,
+    *,
+    accept_data_loss: bool,
+    scan: bool = True,
+) -> UpgradePlan:
+    """The advisor's verdict and, when a new checkpoint is needed, the restart plan."""
+    root = absolute_uri(settings.pipeline.root)
+    old_layout = GenerationLayout(root, old.generation)
+    advice = advise(old.signature, build_signature(spark, settings, old_layout))
+    if advice.verdict is not Verdict.NEEDS_NEW_CHECKPOINT:
+        return UpgradePlan(advice, None, None)
+    state = read_checkpoint(old_layout.checkpoint)
+    restart = planner.plan_restart(
+        window=settings.window.spec,
+        checkpoint=_checkpoint_facts(state),
+        ledger=[
+            planner.BatchFacts(
+                batch_id=batch.batch_id,
+                start_offsets=None
+                if batch.start_offsets is None
+                else planner.flat_offsets(batch.start_offsets),
+                end_offsets=planner.flat_offsets(batch.end_offsets),
+                watermark_ms=batch.batch_watermark_ms,
+                min_event_time_ms=batch.min_event_time_ms,
+                max_event_time_ms=batch.max_event_time_ms,
+            )
+            for batch in store.batches(old.pipeline, old.generation)
+        ],
+        gap_batch_ids=[
+            gap.batch_id
+            for gap in store.gaps(old.pipeline, old.generation)
+            if gap.batch_id is not None
+        ],
+        initial_offsets=_initial_offsets(old, old_layout),
+    )
+    options = parse_options(kafka_read_options(settings.kafka))
+    metadata = KafkaMetadata(
+        options.client_config,
+        f"{options.group_id_prefix}-planner-{uuid.uuid4().hex}",
+        options.poll_timeout_ms / 1000,
+    )
+    try:
+        earliest = metadata.earliest(restart.restart_offsets)
+    finally:
+        metadata.close()
+    restart = planner.check_retention(restart, earliest, accept_data_loss=accept_data_loss)
+    if scan:
+        restart = planner.tighten(
+            restart,
+            lambda partition, start, end: event_times(spark, settings, partition, start, end),
+        )
+    quarantine = _quarantine_offsets(old_layout) or restart.starting_offsets
+    new_layout = GenerationLayout(root, old.generation + 1)
+    document: dict[str, object] = {
+        "pipeline": old.pipeline,
+        "from_generation": old.generation,
+        "to_generation": new_layout.generation,
+        "last_committed_batch": restart.last_committed_batch,
+        "watermark_ms": restart.watermark_ms,
+        "replay_after_ms": restart.watermark_ms,
+        "replay_filter": f"window.end > {restart.watermark_ms}",
+        "restart_offsets": restart.starting_offsets,
+        "quarantine_offsets": quarantine,
+        "records_to_replay": restart.records_to_replay,
+        "restart": restart.to_json(),
+        "advice": advice.to_json(),
+        "checkpoint": new_layout.checkpoint,
+        "output": new_layout.output,
+        "created_at_ms": _now_ms(),
+        "applied_at_ms": None,
+        "consumed_at_ms": None,
+    }
+    return UpgradePlan(advice, document, restart)
+
+
+def _checkpoint_facts(state: CheckpointState) -> planner.CheckpointFacts:
+    batches = []
+    for batch_id, entry in state.offsets.items():
+        offsets = entry.kafka_offsets
+        if batch_id in state.commits and offsets is not None:
+            batches.append(
+                planner.CheckpointBatch(
+                    batch_id=batch_id,
+                    end_offsets=flatten(parse_offsets(offsets)),
+                    watermark_ms=entry.batch_watermark_ms,
+                )
+            )
+    return planner.CheckpointFacts(
+        last_committed_batch=state.last_committed_batch,
+        batches=tuple(batches),
+        next_watermark_ms=state.next_watermark_ms,
+    )
+
+
+def _initial_offsets(old: GenerationRecord, layout: GenerationLayout) -> planner.FlatOffsets | None:
+    """Where the old generation's query began: its plan, else its persisted initial offsets."""
+    if old.plan is not None and old.plan.get("restart_offsets"):
+        return flatten(parse_offsets(str(old.plan["restart_offsets"])))
+    stored = load_initial_offsets(layout.initial_offsets)
+    return None if stored is None else flatten(stored)
+
+
+def _quarantine_offsets(layout: GenerationLayout) -> str | None:
+    """Where the old quarantine query stopped: the new one goes on from there, exactly."""
+    try:
+        last = read_checkpoint(layout.quarantine_checkpoint).last_committed
+    except CheckpointError:
+        return None
+    return None if last is None else last.kafka_offsets
+
+
+def render_plan(plan: UpgradePlan, *, as_json: bool) -> str:
+    if as_json:
+        return json.dumps(plan.to_json(), indent=2, sort_keys=True)
+    lines = list(plan.advice.sentences())
+    if plan.restart is not None and plan.document is not None:
+        lines.append("")
+        lines += plan.restart.explain()
+        lines.append("")
+        document = plan.document
+        watermark = _iso(int(str(document["watermark_ms"])))
+        lines.append(
+            f"Generation {document['to_generation']} will start at "
+            f"{document['restart_offsets']} with the replay filter "
+            f"{document['replay_filter']} (W = {watermark}), writing to {document['output']}."
+        )
+        lines.append("Apply it with `upgrade apply`, then `run`.")
+    return "\n".join(lines)
+
+
+def plan_command(
+    settings: Settings,
+    *,
+    as_json: bool,
+    accept_data_loss: bool,
+    scan: bool = True,
+    spark: Callable[[], SparkSession] | None = None,
+) -> str:
+    session = spark or _session_factory(settings)
+    with _open_ledger(settings, session) as store:
+        old = _live_generation(store, settings.pipeline.name)
+        if old.status is GenerationStatus.PLANNED and old.plan is not None:
+            applied = old.plan.get("applied_at_ms") is not None
+            state = "applied; `run` starts it" if applied else "not applied yet"
+            return f"generation {old.generation} is already planned ({state}):\n" + json.dumps(
+                old.plan, indent=2, sort_keys=True
+            )
+        _refuse_if_running(settings, old)
+        plan = compute_plan(
+            settings, store, session(), old, accept_data_loss=accept_data_loss, scan=scan
+        )
+    return render_plan(plan, as_json=as_json)
+
+
+def _refuse_if_running(settings: Settings, old: GenerationRecord) -> None:
+    layout = GenerationLayout(absolute_uri(settings.pipeline.root), old.generation)
+    # Taking the lock and releasing it at once is the check: a live run holds it.
+    with RunLock(layout.run_lock, purpose="upgrade plan"):
+        pass
+
+
+def apply_command(
+    settings: Settings,
+    *,
+    accept_data_loss: bool,
+    scan: bool = True,
+    spark: Callable[[], SparkSession] | None = None,
+    after_step: Callable[[str], None] = lambda step: None,
+) -> str:
+    """Apply the upgrade; ``after_step`` lets tests crash the command between steps."""
+    session = spark or _session_factory(settings)
+    pipeline = settings.pipeline.name
+    root = absolute_uri(settings.pipeline.root)
+    with _open_ledger(settings, session) as store:
+        live = _live_generation(store, pipeline)
+        if live.status is GenerationStatus.PLANNED:
+            if live.plan is not None and live.plan.get("applied_at_ms") is not None:
+                raise PlanAlreadyAppliedError(
+                    f"generation {live.generation} of {pipeline!r} is already planned and "
+                    "applied: `run` starts it (or `upgrade rollback` returns to generation "
+                    f"{live.generation - 1})"
+                )
+            old = store.generation(pipeline, live.generation - 1)
+            if old is None:
+                raise UpgradeError(f"generation {live.generation - 1} is not in the ledger")
+            new = live
+        else:
+            old, new = live, None
+        old_layout = GenerationLayout(root, old.generation)
+        with RunLock(old_layout.run_lock, purpose="upgrade apply"):
+            if new is None:
+                plan = compute_plan(
+                    settings, store, session(), old, accept_data_loss=accept_data_loss, scan=scan
+                )
+                if plan.document is None:
+                    return "Nothing to apply. " + " ".join(plan.advice.sentences())
+                new_layout = GenerationLayout(root, old.generation + 1)
+                now = _now_ms()
+                new = GenerationRecord(
+                    pipeline=pipeline,
+                    generation=new_layout.generation,
+                    status=GenerationStatus.PLANNED,
+                    signature=build_signature(session(), settings, new_layout),
+                    plan=plan.document,
+                    created_at_ms=now,
+                    updated_at_ms=now,
+                )
+                store.record_generation(new)
+            after_step("record_plan")
+            if old.status is not GenerationStatus.RETIRED:
+                store.set_generation_status(
+                    pipeline, old.generation, GenerationStatus.RETIRED, at_ms=_now_ms()
+                )
+            after_step("retire_old")
+            new_layout = GenerationLayout(root, new.generation)
+            _check_fresh(new_layout)
+            after_step("check_directories")
+            assert new.plan is not None
+            now = _now_ms()
+            store.record_generation(
+                replace(new, plan={**new.plan, "applied_at_ms": now}, updated_at_ms=now)
+            )
+            after_step("mark_applied")
+    return (
+        f"generation {old.generation} retired; generation {new.generation} planned and applied.\n"
+        f"  starts at   {new.plan['restart_offsets']}\n"
+        f"  drops       windows ending at or before {_iso(int(str(new.plan['replay_after_ms'])))}\n"
+        f"  output      {new_layout.output}\n"
+        f"  checkpoint  {new_layout.checkpoint}\n"
+        "Start it with `run`."
+    )
+
+
+def _check_fresh(layout: GenerationLayout) -> None:
+    """A new generation's checkpoint must not have committed anything yet."""
+    try:
+        state = read_checkpoint(layout.checkpoint)
+    except NotACheckpointError:
+        return
+    if state.last_committed_batch is not None:
+        raise UpgradeError(
+            f"{layout.checkpoint} already holds committed batches: this generation has run; "
+            "refusing to plan over it"
+        )
+
+
+def rollback_command(settings: Settings, *, spark: Callable[[], SparkSession] | None = None) -> str:
+    """Go back to the previous generation, if the new one has not committed a batch."""
+    session = spark or _session_factory(settings)
+    pipeline = settings.pipeline.name
+    root = absolute_uri(settings.pipeline.root)
+    with _open_ledger(settings, session) as store:
+        live = _live_generation(store, pipeline)
+        if live.plan is None or live.generation == 1:
+            raise RollbackRefusedError(
+                f"generation {live.generation} of {pipeline!r} did not start from a plan; "
+                "there is nothing to roll back"
+            )
+        layout = GenerationLayout(root, live.generation)
+        with RunLock(layout.run_lock, purpose="upgrade rollback"):
+            try:
+                committed = read_checkpoint(layout.checkpoint).last_committed_batch
+            except NotACheckpointError:
+                committed = None
+            if committed is not None:
+                raise RollbackRefusedError(
+                    f"generation {live.generation} has committed batch {committed}: its output "
+                    "is live, so it cannot be rolled back; plan a new upgrade instead"
+                )
+            now = _now_ms()
+            store.set_generation_status(
+                pipeline, live.generation - 1, GenerationStatus.RUNNING, at_ms=now
+            )
+            store.record_generation(
+                replace(
+                    live,
+                    status=GenerationStatus.RETIRED,
+                    plan={**live.plan, "rolled_back_at_ms": now},
+                    updated_at_ms=now,
+                )
+            )
+    return (
+        f"generation {live.generation} retired unused; generation {live.generation - 1} is "
+        "current again. Its directories were never written and stay unused."
+    )
+
+
+def _iso(ms: int) -> str:
+    moment = datetime.fromtimestamp(ms / 1000, tz=UTC)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")

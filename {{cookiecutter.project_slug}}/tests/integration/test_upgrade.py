@@ -1,0 +1,203 @@
+"""An upgrade onto a new checkpoint loses nothing and writes nothing twice."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from pyspark.sql import DataFrame, SparkSession
+
+import support.kafka_backends as kafka
+import support.pipelines as pipelines
+from {{ cookiecutter.package_name }}.app.run import (
+    RunRequest,
+    run_pipeline,
+)
+from {{ cookiecutter.package_name }}.app.upgrade import (
+    APPLY_STEPS,
+    PlanAlreadyAppliedError,
+    apply_command,
+    plan_command,
+    rollback_command,
+)
+from {{ cookiecutter.package_name }}.layout import (
+    GenerationLayout,
+)
+from {{ cookiecutter.package_name }}.ledger.opening import (
+    open_store,
+)
+from {{ cookiecutter.package_name }}.ledger.records import (
+    GenerationStatus,
+)
+from {{ cookiecutter.package_name }}.output_reader import (
+    read_output,
+)
+from {{ cookiecutter.package_name }}.settings import (
+    Settings,
+)
+
+pytestmark = pytest.mark.integration
+
+BASE_MS = pipelines.BASE_MS
+MINUTE_MS = pipelines.MINUTE_MS
+WINDOW_MS = 10 * MINUTE_MS
+DELAY_MS = 5 * MINUTE_MS
+ARTICLES = ["a1", "a2"]
+VERSION_2 = 'aggregation.metrics={"views": "count(*)", "users": "approx_count_distinct(user_id)"}'
+
+
+class Crash(BaseException):
+    """Stands for the process being killed: no `except Exception` stops it."""
+
+
+def run(settings: Settings, spark: SparkSession) -> None:
+    run_pipeline(RunRequest(settings=settings, available_now=True, echo=lambda _: None), spark)
+
+
+def output(spark: SparkSession, settings: Settings, generation: int) -> DataFrame:
+    # Each generation through its own _spark_metadata: committed files only.
+    return spark.read.parquet(GenerationLayout(settings.pipeline.root, generation).output)
+
+
+def counts(frame: DataFrame) -> Counter[tuple[int, str]]:
+    found: Counter[tuple[int, str]] = Counter()
+    for row in frame.collect():
+        key = (round(row.window_start.timestamp() * 1000), row.article_id)
+        assert key not in found, f"window {key} written twice within one generation"
+        found[key] = row.views
+    return found
+
+
+def uninterrupted(times: list[int], watermark_ms: int) -> Counter[tuple[int, str]]:
+    expected: Counter[tuple[int, str]] = Counter()
+    for i, event_ms in enumerate(times):
+        start = event_ms - event_ms % WINDOW_MS
+        if start + WINDOW_MS <= watermark_ms:
+            expected[(start, ARTICLES[i % 2])] += 1
+    return expected
+
+
+@pytest.fixture
+def generation_1(
+    spark: SparkSession, kafka_backend: kafka.KafkaBackend, tmp_path: Path
+) -> tuple[Settings, list[int]]:
+    """Version 1 ran over the first 40 of 60 events; the 10:30-10:40 windows are open."""
+    bootstrap = kafka_backend.bootstrap_servers
+    topic = kafka.unique_topic("upgrade")
+    kafka.create_topic(bootstrap, topic, 2)
+    times = [BASE_MS + i * MINUTE_MS for i in range(60)]
+    kafka.produce(bootstrap, topic, pipelines.page_views(ARTICLES, times[:40], partitions=2))
+    settings = pipelines.pipeline_settings(
+        tmp_path, bootstrap, topic, "kafka.max_offsets_per_trigger=10"
+    )
+    run(settings, spark)
+    return settings, times
+
+
+def test_adding_an_aggregate_upgrades_without_loss_or_duplicates(
+    spark: SparkSession,
+    kafka_backend: kafka.KafkaBackend,
+    generation_1: tuple[Settings, list[int]],
+    tmp_path: Path,
+) -> None:
+    settings, times = generation_1
+    version_2 = pipelines.pipeline_settings(
+        tmp_path,
+        kafka_backend.bootstrap_servers,
+        settings.kafka.topics[0],
+        "kafka.max_offsets_per_trigger=10",
+        VERSION_2,
+    )
+
+    shown = json.loads(
+        plan_command(version_2, as_json=True, accept_data_loss=False, spark=lambda: spark)
+    )
+    plan = shown["plan"]
+    assert shown["advice"]["verdict"] == "needs_new_checkpoint"
+    assert [c["path"] for c in shown["advice"]["changes"]] == ["aggregates", "output_schema"]
+    w_1 = times[39] - DELAY_MS
+    assert plan["watermark_ms"] == w_1
+    # The open window 10:30-10:40 holds events 30..39: offsets 15..19 of each partition.
+    topic = settings.kafka.topics[0]
+    assert json.loads(plan["restart_offsets"]) == {topic: {"0": 15, "1": 15}}
+    assert plan["records_to_replay"] == 10
+
+    apply_command(version_2, accept_data_loss=False, spark=lambda: spark)
+    kafka.produce(
+        kafka_backend.bootstrap_servers,
+        topic,
+        [r for r in pipelines.page_views(ARTICLES, times, partitions=2)][40:],
+    )
+    run(version_2, spark)
+
+    old, new = counts(output(spark, settings, 1)), counts(output(spark, settings, 2))
+    assert not set(old) & set(new), "a window was written by both generations"
+    assert all(start + WINDOW_MS > w_1 for start, _ in new)
+    with open_store(settings.ledger, spark=lambda: spark) as store:
+        generations = store.generations(settings.pipeline.name)
+        last = store.last_batch(settings.pipeline.name, 2)
+    assert [(g.generation, g.status) for g in generations] == [
+        (1, GenerationStatus.RETIRED),
+        (2, GenerationStatus.RUNNING),
+    ]
+    assert generations[1].plan is not None
+    assert generations[1].plan["consumed_at_ms"] is not None
+    assert last is not None
+    assert old + new == uninterrupted(times, last.batch_watermark_ms)
+    assert last.batch_watermark_ms == times[-1] - DELAY_MS
+    users = output(spark, settings, 2).select("users").collect()
+    assert all(row.users == 1 for row in users)  # every event of the demo has user u1
+
+    # The reader unions both generations, version 1's rows without the new column.
+    union = read_output(spark, settings.pipeline.root, file_format="parquet").collect()
+    assert Counter(row.generation for row in union) == Counter({1: len(old), 2: len(new)})
+    assert all(row.users is None for row in union if row.generation == 1)
+
+
+@pytest.mark.parametrize("crash_after", APPLY_STEPS)
+def test_apply_killed_after_any_step_finishes_when_run_again(
+    spark: SparkSession,
+    kafka_backend: kafka.KafkaBackend,
+    generation_1: tuple[Settings, list[int]],
+    tmp_path: Path,
+    crash_after: str,
+) -> None:
+    settings, _ = generation_1
+    version_2 = pipelines.pipeline_settings(
+        tmp_path, kafka_backend.bootstrap_servers, settings.kafka.topics[0], VERSION_2
+    )
+
+    def crash(step: str) -> None:
+        if step == crash_after:
+            raise Crash(step)
+
+    with pytest.raises(Crash):
+        apply_command(
+            version_2, accept_data_loss=False, scan=False, spark=lambda: spark, after_step=crash
+        )
+    if crash_after == APPLY_STEPS[-1]:
+        with pytest.raises(PlanAlreadyAppliedError):
+            apply_command(version_2, accept_data_loss=False, scan=False, spark=lambda: spark)
+    else:
+        apply_command(version_2, accept_data_loss=False, scan=False, spark=lambda: spark)
+
+    with open_store(settings.ledger, spark=lambda: spark) as store:
+        generations = store.generations(settings.pipeline.name)
+    assert [(g.generation, g.status) for g in generations] == [
+        (1, GenerationStatus.RETIRED),
+        (2, GenerationStatus.PLANNED),
+    ]
+    plan = generations[1].plan
+    assert plan is not None and plan["applied_at_ms"] is not None
+    assert not Path(GenerationLayout(settings.pipeline.root, 2).checkpoint).exists()
+
+    # Nothing ran yet, so the upgrade can be undone; generation 1 is current again.
+    rollback_command(version_2, spark=lambda: spark)
+    with open_store(settings.ledger, spark=lambda: spark) as store:
+        generations = store.generations(settings.pipeline.name)
+    assert [(g.generation, g.status) for g in generations] == [
+        (1, GenerationStatus.RUNNING),
+        (2, GenerationStatus.RETIRED),
+    ]

@@ -1,0 +1,152 @@
+"""Every refusal of `upgrade` says why, exits non-zero, and changes nothing on disk."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+from confluent_kafka import TopicPartition
+from confluent_kafka.admin import AdminClient
+from pyspark.sql import SparkSession
+
+import support.kafka_backends as kafka
+import support.pipelines as pipelines
+from {{ cookiecutter.package_name }}.app.run import (
+    RunRequest,
+    run_pipeline,
+)
+from {{ cookiecutter.package_name }}.cli import (
+    main,
+)
+from {{ cookiecutter.package_name }}.layout import (
+    GenerationLayout,
+)
+from {{ cookiecutter.package_name }}.run_lock import (
+    RunLock,
+)
+from {{ cookiecutter.package_name }}.settings import (
+    load_settings,
+)
+
+pytestmark = pytest.mark.integration
+
+VERSION_2 = 'aggregation.metrics={"views": "count(*)", "users": "approx_count_distinct(user_id)"}'
+
+
+def snapshot(root: Path) -> dict[str, str]:
+    """Every file under ``root`` and a hash of its content: what "nothing changed" means."""
+    return {
+        str(path.relative_to(root)): hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in sorted(root.rglob("*"))
+        if path.is_file()
+    }
+
+
+@pytest.fixture
+def ran(
+    spark: SparkSession, kafka_backend: kafka.KafkaBackend, tmp_path: Path
+) -> tuple[list[str], str]:
+    """Generation 1 of a pipeline ran over 40 events; returns its --set options and topic."""
+    bootstrap = kafka_backend.bootstrap_servers
+    topic = kafka.unique_topic("refusals")
+    kafka.create_topic(bootstrap, topic, 2)
+    times = [pipelines.BASE_MS + i * pipelines.MINUTE_MS for i in range(40)]
+    kafka.produce(bootstrap, topic, pipelines.page_views(["a1", "a2"], times, partitions=2))
+    overrides = pipelines.pipeline_overrides(tmp_path, bootstrap, topic)
+    settings = load_settings(env={}, overrides=overrides).settings
+    run_pipeline(RunRequest(settings=settings, available_now=True, echo=lambda _: None), spark)
+    return [f"--set={o}" for o in [*overrides, VERSION_2]], topic
+
+
+def refuse(args: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    capsys.readouterr()
+    before = snapshot(tmp_path)
+    code = main(args)
+    assert snapshot(tmp_path) == before, "a refused command changed files"
+    return code, capsys.readouterr().err
+
+
+def test_no_ledger(
+    ran: tuple[list[str], str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    options, _ = ran
+    missing = tmp_path / "nowhere" / "ledger.sqlite"
+    code, error = refuse(
+        [
+            *options,
+            "--set=ledger.store=sqlite",
+            f"--set=ledger.location={missing}",
+            "upgrade",
+            "plan",
+        ],
+        tmp_path,
+        capsys,
+    )
+    assert code == 2
+    assert f"no ledger at {missing}" in error
+
+
+def test_wrong_pipeline_name(
+    ran: tuple[list[str], str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    options, topic = ran
+    code, error = refuse(
+        [*options, "--set=pipeline.name=no-such", "upgrade", "apply"], tmp_path, capsys
+    )
+    assert code == 2
+    assert "knows no pipeline 'no-such'" in error
+    assert topic in error  # the names it does know
+
+
+def test_a_checkpoint_that_is_not_one(
+    ran: tuple[list[str], str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    options, _ = ran
+    elsewhere = tmp_path / "not-a-pipeline-root"
+    elsewhere.mkdir()
+    code, error = refuse(
+        [*options, f"--set=pipeline.root={elsewhere}", "upgrade", "apply"], tmp_path, capsys
+    )
+    assert code == 1
+    assert "no checkpoint at" in error
+
+
+def test_an_old_run_still_active(
+    ran: tuple[list[str], str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    options, _ = ran
+    lock = GenerationLayout(str(tmp_path / "pipeline"), 1).run_lock
+    with RunLock(lock, purpose="run"):
+        code, error = refuse([*options, "upgrade", "apply"], tmp_path, capsys)
+    assert code == 75
+    assert "is held" in error or "held by" in error
+
+
+def test_a_plan_already_applied(
+    ran: tuple[list[str], str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    options, _ = ran
+    assert main([*options, "upgrade", "apply", "--no-scan"]) == 0
+    code, error = refuse([*options, "upgrade", "apply"], tmp_path, capsys)
+    assert code == 3
+    assert "already planned and applied" in error
+
+
+def test_offsets_out_of_retention(
+    ran: tuple[list[str], str],
+    kafka_backend: kafka.KafkaBackend,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    options, topic = ran
+    # Retention deletes partition 0 up to offset 17; the open window needs it from 15 on.
+    admin = AdminClient({"bootstrap.servers": kafka_backend.bootstrap_servers})
+    for future in admin.delete_records([TopicPartition(topic, 0, 17)]).values():
+        future.result(timeout=30)
+    code, error = refuse([*options, "upgrade", "plan"], tmp_path, capsys)
+    assert code != 0
+    # Batch 0 read everything, so the batch-level restart is offset 0; the deleted records'
+    # event times are unknowable, so the planner cannot rule them out.
+    assert "partition 0 needs offset 0, the earliest available is 17" in error
+    assert "--accept-data-loss" in error
