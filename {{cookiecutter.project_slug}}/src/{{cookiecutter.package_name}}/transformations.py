@@ -358,15 +358,22 @@ def windowed_aggregates(
     keys: Sequence[str],
     metrics: Sequence[MetricSpec],
     replay_after_ms: int | None = None,
+    replay_from_event_ms: int | None = None,
 ) -> DataFrame:
     """Aggregate events per event-time window and key; valid in append mode when streaming.
 
-    ``replay_after_ms`` is set on a restart that replays old events: it keeps only the
-    (event, window) pairs whose window ends strictly after it, so no written window is
-    written again and a sliding window's event still counts in its open windows. Filtering
-    events by time instead would lose or duplicate rows.
+    ``replay_after_ms`` is set on a restart that replays old events with the same window:
+    it keeps only the (event, window) pairs whose window ends strictly after it, so no
+    written window is written again and a sliding window's event still counts in its open
+    windows. Filtering events by time instead would lose or duplicate rows.
+
+    ``replay_from_event_ms`` is set instead when the window itself changed: the old
+    generation's windows no longer line up with the new ones, so the boundary is in event
+    time: events before it were counted by the old generation, the rest by this one.
     """
     _check_columns(events, keys, metrics)
+    if replay_from_event_ms is not None:
+        events = events.where(F.col(EVENT_TIME) >= F.timestamp_millis(F.lit(replay_from_event_ms)))
     inputs = [m.column for m in metrics if m.column != "*"]
     metric_inputs = [name for name in dict.fromkeys(inputs) if name not in keys]
     slide = None if window.is_tumbling else f"{window.slide_ms} milliseconds"

@@ -201,3 +201,45 @@ def test_apply_killed_after_any_step_finishes_when_run_again(
         (1, GenerationStatus.RUNNING),
         (2, GenerationStatus.RETIRED),
     ]
+
+
+def test_a_new_window_counts_each_event_once_across_generations(
+    spark: SparkSession,
+    kafka_backend: kafka.KafkaBackend,
+    generation_1: tuple[Settings, list[int]],
+    tmp_path: Path,
+) -> None:
+    settings, times = generation_1
+    topic = settings.kafka.topics[0]
+    five_minutes = pipelines.pipeline_settings(
+        tmp_path, kafka_backend.bootstrap_servers, topic, "window.duration=5 minutes"
+    )
+    plan = json.loads(
+        plan_command(five_minutes, as_json=True, accept_data_loss=False, spark=lambda: spark)
+    )["plan"]
+    # The old 10-minute grid no longer lines up: the boundary is the old T_min, in event time.
+    t_min = BASE_MS - BASE_MS % WINDOW_MS + 3 * WINDOW_MS
+    assert plan["window_changed"] is True
+    assert plan["replay_from_event_ms"] == t_min
+    assert plan["replay_after_ms"] is None
+
+    apply_command(five_minutes, accept_data_loss=False, spark=lambda: spark)
+    kafka.produce(
+        kafka_backend.bootstrap_servers,
+        topic,
+        pipelines.page_views(ARTICLES, times, partitions=2)[40:],
+    )
+    run(five_minutes, spark)
+
+    old = output(spark, settings, 1).collect()
+    new = output(spark, settings, 2).collect()
+    assert all(row.window_end.timestamp() * 1000 <= t_min for row in old)
+    assert all(row.window_start.timestamp() * 1000 >= t_min for row in new)
+    with open_store(settings.ledger, spark=lambda: spark) as store:
+        last = store.last_batch(settings.pipeline.name, 2)
+    assert last is not None
+    # Every event before the new watermark's last written window is counted exactly once.
+    written_until = last.batch_watermark_ms - last.batch_watermark_ms % (5 * MINUTE_MS)
+    assert sum(row.views for row in old) + sum(row.views for row in new) == sum(
+        1 for t in times if t < written_until
+    )

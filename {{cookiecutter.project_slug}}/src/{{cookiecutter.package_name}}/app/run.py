@@ -148,7 +148,7 @@ def _run_generation(
     record = store.generation(pipeline, layout.generation)
     start = generation_start(record)
     notes: list[str] = []
-    replaying = start.replay_after_ms is not None and _last_committed(layout.checkpoint) is None
+    replaying = start.from_plan and _last_committed(layout.checkpoint) is None
     if replaying and settings.kafka.max_offsets_per_trigger:
         # The replay must run as one batch with whatever has arrived since: split by a rate
         # limit, a partition that races ahead would raise the new query's watermark and make
@@ -194,6 +194,11 @@ def _run_generation(
         request.echo(
             f"  upgrade     started from a plan: generation {layout.generation - 1} wrote the "
             f"windows ending at or before W = {_iso(start.replay_after_ms)}"
+        )
+    if start.replay_from_event_ms is not None:
+        request.echo(
+            f"  upgrade     started from a plan with a new window: generation "
+            f"{layout.generation - 1} counted the events before {_iso(start.replay_from_event_ms)}"
         )
     for note in notes:
         request.echo(note)
@@ -285,6 +290,12 @@ class GenerationStart:
     # W of the generation before: (event, window) pairs with window end <= W are dropped,
     # for the whole life of the generation, since its checkpoint expects that query plan.
     replay_after_ms: int | None = None
+    # Set instead when the window changed: events before it belong to the old generation.
+    replay_from_event_ms: int | None = None
+
+    @property
+    def from_plan(self) -> bool:
+        return self.replay_after_ms is not None or self.replay_from_event_ms is not None
 
 
 def generation_start(record: GenerationRecord | None) -> GenerationStart:
@@ -298,10 +309,12 @@ def generation_start(record: GenerationRecord | None) -> GenerationStart:
             "was not applied completely: run `upgrade apply` to finish it, or "
             "`upgrade rollback` to go back"
         )
+    after, from_event = plan.get("replay_after_ms"), plan.get("replay_from_event_ms")
     return GenerationStart(
         starting_offsets=str(plan["restart_offsets"]),
         quarantine_offsets=str(plan["quarantine_offsets"]),
-        replay_after_ms=int(str(plan["replay_after_ms"])),
+        replay_after_ms=None if after is None else int(str(after)),
+        replay_from_event_ms=None if from_event is None else int(str(from_event)),
     )
 
 
@@ -321,6 +334,7 @@ def _aggregates_frame(
         keys=settings.aggregation.keys,
         metrics=settings.aggregation.metric_specs,
         replay_after_ms=start.replay_after_ms,
+        replay_from_event_ms=start.replay_from_event_ms,
     )
 
 

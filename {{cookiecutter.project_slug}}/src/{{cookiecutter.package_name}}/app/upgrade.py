@@ -46,6 +46,7 @@ from ..source.kafka_metadata import KafkaMetadata
 from ..source.options import parse_options
 from ..spark_session import build_spark_session
 from ..storage import absolute_uri
+from ..validation import WindowSpec
 from .replay_scan import event_times
 from .signature import build_signature
 
@@ -143,8 +144,14 @@ def compute_plan(
     if advice.verdict is not Verdict.NEEDS_NEW_CHECKPOINT:
         return UpgradePlan(advice, None, None)
     state = read_checkpoint(old_layout.checkpoint)
+    # The windows the old generation wrote are of its own spec, whatever the new one is.
+    old_window = _recorded_window(old) or settings.window.spec
+    window_changed = (old_window.duration_ms, old_window.slide_ms) != (
+        settings.window.spec.duration_ms,
+        settings.window.spec.slide_ms,
+    )
     restart = planner.plan_restart(
-        window=settings.window.spec,
+        window=old_window,
         checkpoint=_checkpoint_facts(state),
         ledger=[
             planner.BatchFacts(
@@ -190,8 +197,14 @@ def compute_plan(
         "to_generation": new_layout.generation,
         "last_committed_batch": restart.last_committed_batch,
         "watermark_ms": restart.watermark_ms,
-        "replay_after_ms": restart.watermark_ms,
-        "replay_filter": f"window.end > {restart.watermark_ms}",
+        # Same window: drop (event, window) pairs the old generation wrote. New window: the
+        # grids no longer line up, so split by event time at the old T_min instead.
+        "window_changed": window_changed,
+        "replay_after_ms": None if window_changed else restart.watermark_ms,
+        "replay_from_event_ms": restart.earliest_open_event_ms if window_changed else None,
+        "replay_filter": f"event_time >= {restart.earliest_open_event_ms}"
+        if window_changed
+        else f"window.end > {restart.watermark_ms}",
         "restart_offsets": restart.starting_offsets,
         "quarantine_offsets": quarantine,
         "records_to_replay": restart.records_to_replay,
@@ -204,6 +217,20 @@ def compute_plan(
         "consumed_at_ms": None,
     }
     return UpgradePlan(advice, document, restart)
+
+
+def _recorded_window(record: GenerationRecord) -> WindowSpec | None:
+    window = record.signature.get("window")
+    if not isinstance(window, dict):
+        return None
+    try:
+        return WindowSpec(
+            duration_ms=int(window["duration_ms"]),
+            slide_ms=int(window["slide_ms"]),
+            watermark_delay_ms=int(window["watermark_delay_ms"]),
+        )
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 def _checkpoint_facts(state: CheckpointState) -> planner.CheckpointFacts:
@@ -357,7 +384,7 @@ def apply_command(
     return (
         f"generation {old.generation} retired; generation {new.generation} planned and applied.\n"
         f"  starts at   {new.plan['restart_offsets']}\n"
-        f"  drops       windows ending at or before {_iso(int(str(new.plan['replay_after_ms'])))}\n"
+        f"  filter      {new.plan['replay_filter']}\n"
         f"  output      {new_layout.output}\n"
         f"  checkpoint  {new_layout.checkpoint}\n"
         "Start it with `run`."
