@@ -16,6 +16,7 @@ from . import __version__
 from .app import checkpoint_command, configuration, output_command, upgrade
 from .app import run as running
 from .errors import PipelineError
+from .settings import LoadedSettings
 
 PROG = __package__ or "pipeline"
 
@@ -239,10 +240,11 @@ A second run on the same generation is refused while the first one is alive.
 """
 
 
-def _config_show(args: argparse.Namespace) -> int:
-    loaded = configuration.load(args.config, args.overrides)
-    print(configuration.render_settings(loaded, as_json=args.json))
-    return 0
+# Each handler gets the parsed arguments and the loaded settings, and returns what to print.
+
+
+def _config_show(args: argparse.Namespace, loaded: LoadedSettings) -> str:
+    return configuration.render_settings(loaded, as_json=args.json)
 
 
 def _positive_int(text: str) -> int:
@@ -255,68 +257,45 @@ def _positive_int(text: str) -> int:
     return value
 
 
-def _checkpoint_show(args: argparse.Namespace) -> int:
-    loaded = configuration.load(args.config, args.overrides)
-    print(
-        checkpoint_command.show_checkpoint(
-            loaded.settings,
-            path=args.path,
-            generation=args.generation,
-            sink=args.sink,
-            as_json=args.json,
-        )
+def _checkpoint_show(args: argparse.Namespace, loaded: LoadedSettings) -> str:
+    return checkpoint_command.show_checkpoint(
+        loaded.settings,
+        path=args.path,
+        generation=args.generation,
+        sink=args.sink,
+        as_json=args.json,
     )
-    return 0
 
 
-def _output_show(args: argparse.Namespace) -> int:
-    loaded = configuration.load(args.config, args.overrides)
-    print(
-        output_command.show_output(
-            loaded.settings, limit=args.limit, as_json=args.json, generation=args.generation
-        )
+def _output_show(args: argparse.Namespace, loaded: LoadedSettings) -> str:
+    return output_command.show_output(
+        loaded.settings, limit=args.limit, as_json=args.json, generation=args.generation
     )
-    return 0
 
 
-def _upgrade_plan(args: argparse.Namespace) -> int:
-    loaded = configuration.load(args.config, args.overrides)
-    print(
-        upgrade.plan_command(
-            loaded.settings,
-            as_json=args.json,
-            accept_data_loss=args.accept_data_loss,
-            scan=not args.no_scan,
-        )
+def _upgrade_plan(args: argparse.Namespace, loaded: LoadedSettings) -> str:
+    return upgrade.plan_command(
+        loaded.settings,
+        as_json=args.json,
+        accept_data_loss=args.accept_data_loss,
+        scan=not args.no_scan,
     )
-    return 0
 
 
-def _upgrade_apply(args: argparse.Namespace) -> int:
-    loaded = configuration.load(args.config, args.overrides)
-    print(
-        upgrade.apply_command(
-            loaded.settings, accept_data_loss=args.accept_data_loss, scan=not args.no_scan
-        )
+def _upgrade_apply(args: argparse.Namespace, loaded: LoadedSettings) -> str:
+    return upgrade.apply_command(
+        loaded.settings, accept_data_loss=args.accept_data_loss, scan=not args.no_scan
     )
-    return 0
 
 
-def _upgrade_rollback(args: argparse.Namespace) -> int:
-    loaded = configuration.load(args.config, args.overrides)
-    print(upgrade.rollback_command(loaded.settings))
-    return 0
+def _upgrade_rollback(args: argparse.Namespace, loaded: LoadedSettings) -> str:
+    return upgrade.rollback_command(loaded.settings)
 
 
-def _run(args: argparse.Namespace) -> int:
-    loaded = configuration.load(args.config, args.overrides)
+def _run(args: argparse.Namespace, loaded: LoadedSettings) -> str:
     stop = threading.Event()
     with _stop_on_signals(stop):
-        summary = running.run(
-            loaded, available_now=args.available_now, master=args.master, stop=stop
-        )
-    print(summary)
-    return 0
+        return running.run(loaded, available_now=args.available_now, master=args.master, stop=stop)
 
 
 @contextmanager
@@ -341,7 +320,9 @@ def _stop_on_signals(stop: threading.Event) -> Iterator[None]:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return int(args.handler(args))
+        loaded = configuration.load(args.config, args.overrides)
+        print(args.handler(args, loaded))
+        return 0
     except BrokenPipeError:
         # The reader went away (`config show | head`): not an error worth a traceback.
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - stays open until exit

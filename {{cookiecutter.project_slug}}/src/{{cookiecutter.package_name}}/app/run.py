@@ -204,26 +204,20 @@ def _run_generation(
         request.echo(note)
     queries: list[StreamingQuery] = []
     try:
-        queries.append(
-            start_file_sink(
-                aggregates,
-                query_name=AGGREGATES_QUERY,
-                path=layout.output,
-                checkpoint=layout.checkpoint,
-                file_format=settings.sink.format,
-                trigger=trigger,
+        for name, frame, path, checkpoint in (
+            (AGGREGATES_QUERY, aggregates, layout.output, layout.checkpoint),
+            (QUARANTINE_QUERY, quarantine, layout.quarantine, layout.quarantine_checkpoint),
+        ):
+            queries.append(
+                start_file_sink(
+                    frame,
+                    query_name=name,
+                    path=path,
+                    checkpoint=checkpoint,
+                    file_format=settings.sink.format,
+                    trigger=trigger,
+                )
             )
-        )
-        queries.append(
-            start_file_sink(
-                quarantine,
-                query_name=QUARANTINE_QUERY,
-                path=layout.quarantine,
-                checkpoint=layout.quarantine_checkpoint,
-                file_format=settings.sink.format,
-                trigger=trigger,
-            )
-        )
         summary.stopped_by = _wait(
             queries,
             request.stop,
