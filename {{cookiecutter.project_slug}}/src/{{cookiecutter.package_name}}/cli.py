@@ -12,11 +12,15 @@ from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
 
+from pyspark.errors import PySparkException
+
 from . import __version__
 from .app import checkpoint_command, configuration, output_command, upgrade
 from .app import run as running
-from .errors import PipelineError
+from .app.run import cause
+from .errors import ConfigError, PipelineError
 from .settings import LoadedSettings
+from .validation import InvalidValueError
 
 PROG = __package__ or "pipeline"
 
@@ -330,6 +334,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except PipelineError as error:
         print(f"{PROG}: error: {error}", file=sys.stderr)
         return error.exit_code
+    except InvalidValueError as error:
+        # A setting that passed its own checks but does not fit the job (e.g. a grouping key
+        # the event schema lacks), found when the job is planned.
+        print(f"{PROG}: error: {error}", file=sys.stderr)
+        return ConfigError.exit_code
+    except PySparkException as error:
+        print(f"{PROG}: error: Spark: {cause(error)}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130

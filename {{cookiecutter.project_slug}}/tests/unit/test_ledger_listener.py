@@ -204,3 +204,9 @@ def test_a_repeated_event_is_written_again_as_an_upsert() -> None:
     watcher.onQueryProgress(event_of(progress()))
     assert [b.batch_id for b in store.batches] == [3, 3]
     assert store.batches[0] == store.batches[1]
+
+
+def test_a_batch_with_rows_but_no_metrics_is_a_progress_error_not_an_empty_batch() -> None:
+    # Recorded as "no events", it would let the planner skip the batch and lose its events.
+    with pytest.raises(ProgressError, match="no observed metrics"):
+        record(progress(observedMetrics={}))

@@ -127,6 +127,14 @@ def _run_with_store(request: RunRequest, spark: SparkSession) -> RunSummary:
         generation = current_generation(store, settings.pipeline.name)
         layout = GenerationLayout(absolute_uri(settings.pipeline.root), generation)
         with RunLock(layout.run_lock, purpose="run") as run_lock:
+            # An upgrade may have retired this generation between the choice and the lock.
+            now_current = current_generation(store, settings.pipeline.name)
+            if now_current != generation:
+                raise UpgradeIncompleteError(
+                    f"generation {generation} was retired while this run started (an upgrade "
+                    f"applied generation {now_current}); run again to start generation "
+                    f"{now_current}"
+                )
             try:
                 return _run_generation(request, spark, store, layout, run_lock)
             except PySparkException as error:
@@ -225,7 +233,16 @@ def _run_generation(
             on_tick=mark_plan_consumed,
         )
     finally:
-        _stop_gracefully(queries)
+        try:
+            _stop_gracefully(queries)
+        except BaseException:
+            # A second Ctrl-C: stop now, before the run lock is released on the way out, so
+            # no other run or upgrade can take the checkpoint while a query still writes.
+            for query in queries:
+                query.stop()
+            raise
+        if plan_pending[0]:
+            mark_plan_consumed()  # the first commit may have landed while stopping
         committed = {
             AGGREGATES_QUERY: _last_committed(layout.checkpoint),
             QUARANTINE_QUERY: _last_committed(layout.quarantine_checkpoint),

@@ -31,7 +31,7 @@ from pyspark.sql import SparkSession
 from .. import planner
 from ..advisor import Advice, Verdict, advise
 from ..checkpoint.errors import CheckpointError, NotACheckpointError
-from ..checkpoint.reader import CheckpointState, read_checkpoint
+from ..checkpoint.reader import CheckpointState, read_checkpoint, read_sink_log
 from ..errors import PipelineError
 from ..layout import GenerationLayout
 from ..ledger.opening import ledger_exists, open_store
@@ -144,6 +144,7 @@ def compute_plan(
     if advice.verdict is not Verdict.NEEDS_NEW_CHECKPOINT:
         return UpgradePlan(advice, None, None)
     state = read_checkpoint(old_layout.checkpoint)
+    _refuse_sink_ahead(old_layout, state)
     # The windows the old generation wrote are of its own spec, whatever the new one is.
     old_window = _recorded_window(old) or settings.window.spec
     window_changed = (old_window.duration_ms, old_window.slide_ms) != (
@@ -190,7 +191,10 @@ def compute_plan(
             lambda partition, start, end: event_times(spark, settings, partition, start, end),
         )
     quarantine = _quarantine_offsets(old_layout) or restart.starting_offsets
-    new_layout = GenerationLayout(root, old.generation + 1)
+    new_layout = GenerationLayout(root, next_generation(store, old.pipeline))
+    # Sliding windows: events before the last slide boundary at or before W were already
+    # counted in written windows, so a new window grid starts there (T_min for tumbling).
+    boundary = (restart.watermark_ms // old_window.slide_ms) * old_window.slide_ms
     document: dict[str, object] = {
         "pipeline": old.pipeline,
         "from_generation": old.generation,
@@ -201,8 +205,8 @@ def compute_plan(
         # grids no longer line up, so split by event time at the old T_min instead.
         "window_changed": window_changed,
         "replay_after_ms": None if window_changed else restart.watermark_ms,
-        "replay_from_event_ms": restart.earliest_open_event_ms if window_changed else None,
-        "replay_filter": f"event_time >= {restart.earliest_open_event_ms}"
+        "replay_from_event_ms": boundary if window_changed else None,
+        "replay_filter": f"event_time >= {boundary}"
         if window_changed
         else f"window.end > {restart.watermark_ms}",
         "restart_offsets": restart.starting_offsets,
@@ -340,9 +344,9 @@ def apply_command(
                     "applied: `run` starts it (or `upgrade rollback` returns to generation "
                     f"{live.generation - 1})"
                 )
-            old = store.generation(pipeline, live.generation - 1)
+            old = store.generation(pipeline, _previous(live))
             if old is None:
-                raise UpgradeError(f"generation {live.generation - 1} is not in the ledger")
+                raise UpgradeError(f"generation {_previous(live)} is not in the ledger")
             new = live
         else:
             old, new = live, None
@@ -354,7 +358,8 @@ def apply_command(
                 )
                 if plan.document is None:
                     return "Nothing to apply. " + " ".join(plan.advice.sentences())
-                new_layout = GenerationLayout(root, old.generation + 1)
+                new_layout = GenerationLayout(root, int(str(plan.document["to_generation"])))
+                _check_fresh(new_layout)
                 now = _now_ms()
                 new = GenerationRecord(
                     pipeline=pipeline,
@@ -392,15 +397,56 @@ def apply_command(
 
 
 def _check_fresh(layout: GenerationLayout) -> None:
-    """A new generation's checkpoint must not have committed anything yet."""
-    try:
-        state = read_checkpoint(layout.checkpoint)
-    except NotACheckpointError:
-        return
-    if state.last_committed_batch is not None:
+    """A new generation must not have committed anything, in either query or either sink."""
+    written = _written(layout)
+    if written:
         raise UpgradeError(
-            f"{layout.checkpoint} already holds committed batches: this generation has run; "
+            f"generation {layout.generation} already committed output ({', '.join(written)}); "
             "refusing to plan over it"
+        )
+
+
+def _written(layout: GenerationLayout) -> list[str]:
+    """The directories of ``layout`` that hold a committed batch."""
+    found = []
+    for checkpoint in (layout.checkpoint, layout.quarantine_checkpoint):
+        try:
+            if read_checkpoint(checkpoint).last_committed_batch is not None:
+                found.append(checkpoint)
+        except NotACheckpointError:
+            pass
+    for sink in (layout.output, layout.quarantine):
+        if read_sink_log(sink).batch_ids:
+            found.append(sink)
+    return found
+
+
+def next_generation(store: OffsetStore, pipeline: str) -> int:
+    """A number no generation of ``pipeline`` ever had: directories are never reused."""
+    return max((g.generation for g in store.generations(pipeline)), default=0) + 1
+
+
+def _previous(record: GenerationRecord) -> int:
+    if record.plan is not None and record.plan.get("from_generation") is not None:
+        return int(str(record.plan["from_generation"]))
+    return record.generation - 1
+
+
+def _refuse_sink_ahead(layout: GenerationLayout, state: CheckpointState) -> None:
+    """The sink commits batch k before the checkpoint's commits/k is written.
+
+    A run killed between the two leaves batch k's windows in the output while the
+    checkpoint says k never ran. Planning from batch k-1 would write them again; running
+    the old generation once more lets Spark finish batch k (its sink skips the rewrite).
+    """
+    sink_last = read_sink_log(layout.output).last_batch_id
+    committed = state.last_committed_batch
+    if sink_last is not None and (committed is None or sink_last > committed):
+        raise UpgradeError(
+            f"generation {layout.generation}'s output holds batch {sink_last} but its "
+            f"checkpoint committed only up to batch {committed}: the last run was killed "
+            f"mid-commit. Run generation {layout.generation} once more (with the old settings, "
+            "e.g. `run --available-now`) so that it finishes that batch, then plan again"
         )
 
 
@@ -411,25 +457,22 @@ def rollback_command(settings: Settings, *, spark: Callable[[], SparkSession] | 
     root = absolute_uri(settings.pipeline.root)
     with _open_ledger(settings, session) as store:
         live = _live_generation(store, pipeline)
-        if live.plan is None or live.generation == 1:
+        if live.plan is None or live.plan.get("from_generation") is None:
             raise RollbackRefusedError(
                 f"generation {live.generation} of {pipeline!r} did not start from a plan; "
                 "there is nothing to roll back"
             )
         layout = GenerationLayout(root, live.generation)
         with RunLock(layout.run_lock, purpose="upgrade rollback"):
-            try:
-                committed = read_checkpoint(layout.checkpoint).last_committed_batch
-            except NotACheckpointError:
-                committed = None
-            if committed is not None:
+            written = _written(layout)
+            if written:
                 raise RollbackRefusedError(
-                    f"generation {live.generation} has committed batch {committed}: its output "
-                    "is live, so it cannot be rolled back; plan a new upgrade instead"
+                    f"generation {live.generation} has committed output ({', '.join(written)}): "
+                    "it is live, so it cannot be rolled back; plan a new upgrade instead"
                 )
             now = _now_ms()
             store.set_generation_status(
-                pipeline, live.generation - 1, GenerationStatus.RUNNING, at_ms=now
+                pipeline, _previous(live), GenerationStatus.RUNNING, at_ms=now
             )
             store.record_generation(
                 replace(
@@ -440,7 +483,7 @@ def rollback_command(settings: Settings, *, spark: Callable[[], SparkSession] | 
                 )
             )
     return (
-        f"generation {live.generation} retired unused; generation {live.generation - 1} is "
+        f"generation {live.generation} retired unused; generation {_previous(live)} is "
         "current again. Its directories were never written and stay unused."
     )
 

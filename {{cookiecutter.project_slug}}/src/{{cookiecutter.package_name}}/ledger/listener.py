@@ -60,7 +60,15 @@ def batch_record_from_progress(
     """The ledger record of one progress event, in its JSON form (``query.lastProgress``)."""
     try:
         sources = progress["sources"]
-        observed = (progress.get("observedMetrics") or {}).get(metrics.observation) or {}
+        observed = (progress.get("observedMetrics") or {}).get(metrics.observation)
+        if observed is None and int(progress["numInputRows"]) > 0:
+            # Without its metrics a batch with rows would look like one without events, and
+            # the planner would skip it: record a gap instead, which it treats as unknown.
+            raise ProgressError(
+                f"batch {progress['batchId']} has rows but no observed metrics "
+                f"{metrics.observation!r}"
+            )
+        observed = observed or {}
         min_us = observed.get(metrics.min_event_time_us)
         max_us = observed.get(metrics.max_event_time_us)
         return BatchRecord(
