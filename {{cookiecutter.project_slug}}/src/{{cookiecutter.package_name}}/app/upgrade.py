@@ -37,7 +37,7 @@ from ..layout import GenerationLayout
 from ..ledger.opening import ledger_exists, open_store
 from ..ledger.records import GenerationRecord, GenerationStatus
 from ..ledger.store import OffsetStore
-from ..offsets import flatten, parse_offsets
+from ..offsets import flatten, format_offsets, parse_offsets, unflatten
 from ..run_lock import RunLock
 from ..settings import Settings
 from ..source.connector import kafka_read_options
@@ -190,7 +190,14 @@ def compute_plan(
             restart,
             lambda partition, start, end: event_times(spark, settings, partition, start, end),
         )
-    quarantine = _quarantine_offsets(old_layout) or restart.starting_offsets
+    # Where the old quarantine stopped; if it never committed, where the old query began,
+    # so that no malformed record between there and the restart goes unquarantined.
+    initial = _initial_offsets(old, old_layout)
+    quarantine = (
+        _quarantine_offsets(old_layout)
+        or (None if initial is None else format_offsets(unflatten(initial)))
+        or restart.starting_offsets
+    )
     new_layout = GenerationLayout(root, next_generation(store, old.pipeline))
     # Sliding windows: events before the last slide boundary at or before W were already
     # counted in written windows, so a new window grid starts there (T_min for tumbling).
