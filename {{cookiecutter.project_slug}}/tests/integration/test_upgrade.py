@@ -243,3 +243,41 @@ def test_a_new_window_counts_each_event_once_across_generations(
     assert sum(row.views for row in old) + sum(row.views for row in new) == sum(
         1 for t in times if t < written_until
     )
+
+
+def test_a_new_topic_starts_at_its_earliest_offsets_and_the_old_ones_where_planned(
+    spark: SparkSession,
+    kafka_backend: kafka.KafkaBackend,
+    generation_1: tuple[Settings, list[int]],
+    tmp_path: Path,
+) -> None:
+    settings, times = generation_1
+    bootstrap = kafka_backend.bootstrap_servers
+    old_topic = settings.kafka.topics[0]
+    new_topic = kafka.unique_topic("upgrade-new")
+    kafka.create_topic(bootstrap, new_topic, 2)
+    kafka.produce(bootstrap, new_topic, pipelines.page_views(ARTICLES, times[40:50], partitions=2))
+    two_topics = pipelines.pipeline_settings(
+        tmp_path, bootstrap, old_topic, f"kafka.topics={old_topic},{new_topic}"
+    )
+
+    plan = json.loads(
+        plan_command(two_topics, as_json=True, accept_data_loss=False, spark=lambda: spark)
+    )["plan"]
+    # Both connectors want every subscribed partition named in startingOffsets.
+    assert json.loads(plan["restart_offsets"]) == {
+        old_topic: {"0": 15, "1": 15},
+        new_topic: {"0": -2, "1": -2},
+    }
+    assert plan["partitions_added"] == [f"{new_topic}:0", f"{new_topic}:1"]
+
+    apply_command(two_topics, accept_data_loss=False, spark=lambda: spark)
+    run(two_topics, spark)
+
+    with open_store(settings.ledger, spark=lambda: spark) as store:
+        batches = store.batches(settings.pipeline.name, 2)
+    assert json.loads(batches[-1].end_offsets) == {
+        old_topic: {"0": 20, "1": 20},
+        new_topic: {"0": 5, "1": 5},
+    }
+    assert sum(batch.input_rows for batch in batches) == 10 + 10  # the replay and the new topic

@@ -37,7 +37,7 @@ from ..layout import GenerationLayout
 from ..ledger.opening import ledger_exists, open_store
 from ..ledger.records import GenerationRecord, GenerationStatus
 from ..ledger.store import OffsetStore
-from ..offsets import flatten, format_offsets, parse_offsets, unflatten
+from ..offsets import PartitionKey, flatten, format_offsets, parse_offsets, unflatten
 from ..run_lock import RunLock
 from ..settings import Settings
 from ..source.connector import kafka_read_options
@@ -182,6 +182,7 @@ def compute_plan(
     )
     try:
         earliest = metadata.earliest(restart.restart_offsets)
+        subscribed = metadata.partitions(settings.kafka.topics, None)
     finally:
         metadata.close()
     restart = planner.check_retention(restart, earliest, accept_data_loss=accept_data_loss)
@@ -198,6 +199,11 @@ def compute_plan(
         or (None if initial is None else format_offsets(unflatten(initial)))
         or restart.starting_offsets
     )
+    # Both connectors want startingOffsets to name exactly the subscribed partitions: after
+    # a change of topics, the old ones go and the new ones start where the settings say.
+    position = _new_partition_position(settings.kafka.starting_offsets)
+    restart_offsets, added, dropped = _align(restart.restart_offsets, subscribed, position)
+    quarantine_offsets = _align(flatten(parse_offsets(quarantine)), subscribed, position)[0]
     new_layout = GenerationLayout(root, next_generation(store, old.pipeline))
     # Sliding windows: events before the last slide boundary at or before W were already
     # counted in written windows, so a new window grid starts there (T_min for tumbling).
@@ -216,8 +222,10 @@ def compute_plan(
         "replay_filter": f"event_time >= {boundary}"
         if window_changed
         else f"window.end > {restart.watermark_ms}",
-        "restart_offsets": restart.starting_offsets,
-        "quarantine_offsets": quarantine,
+        "restart_offsets": format_offsets(unflatten(restart_offsets)),
+        "quarantine_offsets": format_offsets(unflatten(quarantine_offsets)),
+        "partitions_added": [f"{topic}:{number}" for topic, number in added],
+        "partitions_dropped": [f"{topic}:{number}" for topic, number in dropped],
         "records_to_replay": restart.records_to_replay,
         "restart": restart.to_json(),
         "advice": advice.to_json(),
@@ -228,6 +236,23 @@ def compute_plan(
         "consumed_at_ms": None,
     }
     return UpgradePlan(advice, document, restart)
+
+
+def _new_partition_position(starting_offsets: str) -> int:
+    """-2 (earliest) or -1 (latest) for a partition the old generation never read."""
+    return -1 if starting_offsets.strip() == "latest" else -2
+
+
+def _align(
+    offsets: planner.FlatOffsets, subscribed: list[PartitionKey], position: int
+) -> tuple[dict[PartitionKey, int], list[PartitionKey], list[PartitionKey]]:
+    """``offsets`` for exactly ``subscribed``; also the partitions added and dropped."""
+    wanted = set(subscribed)
+    added = sorted(wanted - set(offsets))
+    dropped = sorted(set(offsets) - wanted)
+    aligned = {key: offset for key, offset in offsets.items() if key in wanted}
+    aligned.update(dict.fromkeys(added, position))
+    return aligned, added, dropped
 
 
 def _recorded_window(record: GenerationRecord) -> WindowSpec | None:
