@@ -76,6 +76,9 @@ class GenerationOutput:
     directory: str
     last_batch_id: int | None  # None: no batch committed yet (or no _spark_metadata at all)
     live_files: int  # files the log names as committed and not deleted since
+    # What its committed files are, from their names; None when they do not say. An
+    # upgrade may change sink.format, so each generation is read in its own.
+    file_format: str | None = None
 
     @property
     def has_output(self) -> bool:
@@ -137,8 +140,24 @@ def describe_generations(
     for generation in chosen:
         directory = GenerationLayout(root, generation).output
         log = read_sink_log(directory)
-        outputs.append(GenerationOutput(generation, directory, log.last_batch_id, len(log.files)))
+        outputs.append(
+            GenerationOutput(
+                generation,
+                directory,
+                log.last_batch_id,
+                len(log.files),
+                _format_of(entry.path for entry in log.files),
+            )
+        )
     return outputs
+
+
+def _format_of(paths: Iterable[str]) -> str | None:
+    """parquet or orc when every committed file's name ends so (Spark's part-*.parquet)."""
+    formats = {path.rsplit(".", 1)[-1] for path in paths}
+    if len(formats) == 1 and formats <= {"parquet", "orc"}:
+        return formats.pop()
+    return None
 
 
 def read_generations(
@@ -154,7 +173,10 @@ def read_generations(
     """
     readable = require_committed(outputs)
     # One path per load(): only then does Spark read through that _spark_metadata.
-    loaded = [spark.read.format(file_format).load(output.directory) for output in readable]
+    loaded = [
+        spark.read.format(output.file_format or file_format).load(output.directory)
+        for output in readable
+    ]
     for output, frame in zip(readable, loaded, strict=True):
         # withColumn would silently replace it (names match case-insensitively by default).
         if any(name.lower() == GENERATION for name in frame.columns):

@@ -287,6 +287,22 @@ def test_orc_generations_are_read_the_same_way(spark: SparkSession, tmp_path: Pa
     ]
 
 
+def test_each_generation_is_read_in_the_format_its_files_were_written_in(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    # An upgrade may move the sink from parquet to orc; the old generation stays parquet.
+    root = tmp_path / "pipeline"
+    write_generation(spark, root, 1, [[window(0, "a", 3)]], schema=V1, file_format="parquet")
+    write_generation(spark, root, 2, [[window(10, "a", 1, users=1)]], schema=V2, file_format="orc")
+
+    frame = read_output(spark, str(root), file_format="orc")
+
+    assert table(frame) == [
+        ("1", "2025-11-22 10:00:00", "2025-11-22 10:10:00", "a", "3", None),
+        ("2", "2025-11-22 10:10:00", "2025-11-22 10:20:00", "a", "1", "1"),
+    ]
+
+
 def test_a_column_whose_type_changed_between_generations_is_named(
     spark: SparkSession, tmp_path: Path
 ) -> None:
