@@ -37,6 +37,7 @@ COMMON_FILES = {
     f"{PACKAGE}/app/replay_scan.py",
     f"{PACKAGE}/app/run.py",
     f"{PACKAGE}/app/signature.py",
+    f"{PACKAGE}/app/timestamps.py",
     f"{PACKAGE}/app/upgrade.py",
     f"{PACKAGE}/checkpoint/__init__.py",
     f"{PACKAGE}/checkpoint/commit_log.py",

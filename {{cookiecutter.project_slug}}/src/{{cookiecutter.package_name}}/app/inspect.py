@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 
 from ..checkpoint.offset_log import SourceOffset
@@ -20,6 +19,7 @@ from ..checkpoint.reader import CheckpointState, read_checkpoint, read_sink_log
 from ..ledger.records import BatchRecord, LedgerGap
 from ..ledger.store import OffsetStore
 from ..offsets import InvalidOffsetsError, format_offsets, parse_offsets
+from .timestamps import iso_utc
 
 __all__ = [
     "BatchRange",
@@ -485,13 +485,8 @@ def _verdict_sentence(ledger: LedgerAgreement) -> str:
     return f"The ledger agrees with the checkpoint ({compared})."
 
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-
-
 def _time(ms: int) -> str:
-    # timedelta keeps whole milliseconds exact, where a float of seconds may round.
-    moment = _EPOCH + timedelta(milliseconds=ms)
-    return f"{ms} ms ({moment.isoformat(timespec='milliseconds').replace('+00:00', 'Z')})"
+    return f"{ms} ms ({iso_utc(ms)})"
 
 
 def _ids(ids: Sequence[int]) -> str:

@@ -16,7 +16,6 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
 from typing import Any
 
 from pyspark.errors import PySparkException, StreamingQueryException
@@ -42,6 +41,7 @@ from ..storage import absolute_uri
 from .generations import current_generation
 from .progress import ConsoleProgress
 from .signature import build_signature
+from .timestamps import iso_utc
 
 log = logging.getLogger(__name__)
 
@@ -201,12 +201,13 @@ def _run_generation(
     if start.replay_after_ms is not None:
         request.echo(
             f"  upgrade     started from a plan: generation {layout.generation - 1} wrote the "
-            f"windows ending at or before W = {_iso(start.replay_after_ms)}"
+            f"windows ending at or before W = {iso_utc(start.replay_after_ms)}"
         )
     if start.replay_from_event_ms is not None:
         request.echo(
             f"  upgrade     started from a plan with a new window: generation "
-            f"{layout.generation - 1} counted the events before {_iso(start.replay_from_event_ms)}"
+            f"{layout.generation - 1} counted the events before "
+            f"{iso_utc(start.replay_from_event_ms)}"
         )
     for note in notes:
         request.echo(note)
@@ -519,8 +520,3 @@ def describe_summary(summary: RunSummary) -> str:
         f"{summary.pipeline}: generation {summary.generation} stopped ({summary.stopped_by}); "
         f"committed {batches or 'no batch'}"
     )
-
-
-def _iso(epoch_ms: int) -> str:
-    moment = datetime.fromtimestamp(epoch_ms / 1000, tz=UTC)
-    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")

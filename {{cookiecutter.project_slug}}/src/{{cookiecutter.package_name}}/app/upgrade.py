@@ -24,7 +24,6 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
 
 from pyspark.sql import SparkSession
 
@@ -49,6 +48,7 @@ from ..storage import absolute_uri
 from ..validation import WindowSpec
 from .replay_scan import event_times
 from .signature import build_signature
+from .timestamps import iso_utc
 
 APPLY_STEPS = ("record_plan", "retire_old", "check_directories", "mark_applied")
 
@@ -314,7 +314,7 @@ def render_plan(plan: UpgradePlan, *, as_json: bool) -> str:
         lines += plan.restart.explain()
         lines.append("")
         document = plan.document
-        watermark = _iso(int(str(document["watermark_ms"])))
+        watermark = iso_utc(int(str(document["watermark_ms"])))
         lines.append(
             f"Generation {document['to_generation']} will start at "
             f"{document['restart_offsets']} with the replay filter "
@@ -518,8 +518,3 @@ def rollback_command(settings: Settings, *, spark: Callable[[], SparkSession] | 
         f"generation {live.generation} retired unused; generation {_previous(live)} is "
         "current again. Its directories were never written and stay unused."
     )
-
-
-def _iso(ms: int) -> str:
-    moment = datetime.fromtimestamp(ms / 1000, tz=UTC)
-    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
