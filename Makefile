@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 
 .DEFAULT_GOAL := help
-.PHONY: help install lint test bake clean
+.PHONY: help install lint test demo bake clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
@@ -24,6 +24,9 @@ lint: install ## ruff and mypy over the hooks and the template's tests
 
 test: lint ## bake every combination and run each generated project's checks
 	$(BIN)/pytest
+
+demo: bake ## bake the default project and run its guided upgrade demo on a local Kafka
+	cd build/$$(ls build) && $(MAKE) demo
 
 bake: install ## bake the default project into build/ to look at it
 	rm -rf build && $(BIN)/cookiecutter . --no-input -o build

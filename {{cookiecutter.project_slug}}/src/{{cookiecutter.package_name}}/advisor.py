@@ -14,6 +14,10 @@ Query", made concrete for this pipeline:
 
 What stays outside the signature (rate limits, trigger interval, the Kafka client's
 options) may always change on the same checkpoint.
+
+A signature recorded in the ledger may also carry ``history``: what earlier runs on the
+same checkpoint ran with (the largest watermark delay). It describes the checkpoint's past,
+not the job, so the comparison leaves it out.
 """
 
 from __future__ import annotations
@@ -21,6 +25,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
+
+# The recorded signature's key for what earlier runs on the checkpoint ran with.
+HISTORY = "history"
+MAX_WATERMARK_DELAY_MS = "max_watermark_delay_ms"
 
 
 class Verdict(StrEnum):
@@ -100,11 +108,51 @@ _RULES: tuple[tuple[str, bool, str], ...] = (
 
 def advise(old: Mapping[str, object], new: Mapping[str, object]) -> Advice:
     """Compare the signature a checkpoint was written with against the current one."""
+    old, new = _without_history(old), _without_history(new)
     changes = tuple(_judge(path, before, after) for path, before, after in _diff(old, new))
     if not changes:
         return Advice(Verdict.SAME, ())
     needs_new = any(change.needs_new_checkpoint for change in changes)
     return Advice(Verdict.NEEDS_NEW_CHECKPOINT if needs_new else Verdict.SAFE, changes)
+
+
+def with_history(
+    signature: Mapping[str, object], recorded: Mapping[str, object] | None
+) -> dict[str, object]:
+    """``signature`` as a run records it: with the history of ``recorded``, the signature
+    an earlier run on the same checkpoint recorded (None for the first run)."""
+    delays = [_delay_of(signature)]
+    if recorded is not None:
+        delays.append(_delay_of(recorded))
+        history = recorded.get(HISTORY)
+        if isinstance(history, Mapping):
+            delays.append(_integer(history.get(MAX_WATERMARK_DELAY_MS)))
+    return {**signature, HISTORY: {MAX_WATERMARK_DELAY_MS: max(delays)}}
+
+
+def max_watermark_delay_ms(recorded: Mapping[str, object]) -> int:
+    """The largest watermark delay any run recorded in ``recorded`` used (0 if none)."""
+    history = recorded.get(HISTORY)
+    recorded_max = (
+        _integer(history.get(MAX_WATERMARK_DELAY_MS)) if isinstance(history, Mapping) else 0
+    )
+    return max(_delay_of(recorded), recorded_max)
+
+
+def _delay_of(signature: Mapping[str, object]) -> int:
+    window = signature.get("window")
+    return _integer(window.get("watermark_delay_ms")) if isinstance(window, Mapping) else 0
+
+
+def _integer(value: object) -> int:
+    # JSON true is no delay; a missing or malformed value counts as none recorded.
+    return value if type(value) is int else 0
+
+
+def _without_history(signature: Mapping[str, object]) -> Mapping[str, object]:
+    if HISTORY not in signature:
+        return signature
+    return {key: value for key, value in signature.items() if key != HISTORY}
 
 
 def _judge(path: str, old: object, new: object) -> Change:

@@ -20,8 +20,9 @@ The reasoning, in the order ``plan_restart`` follows it:
    ledger behind the checkpoint) may hold anything, so it counts as feeding open windows,
    unless the watermark of the batch after it proves otherwise: that watermark is at least
    (max event time through the batch) - delay, so no event of the batch is later than
-   watermark + delay. Replaying too much is safe, thanks to the replay filter; too little
-   loses events.
+   watermark + delay. The delay is the largest any run of the generation used, since a
+   delay may change between runs on one checkpoint. Replaying too much is safe, thanks to
+   the replay filter; too little loses events.
 4. Offsets come from the ledger and from the checkpoint's retained ``offsets/<k>`` files.
    When both know a boundary and disagree, the smaller offset wins (it replays more) and the
    plan says so. A partition that appears after the restart batch's start starts at the
@@ -68,6 +69,7 @@ __all__ = [
     "check_retention",
     "earliest_open_event_ms",
     "flat_offsets",
+    "last_written_window_end_ms",
     "plan_restart",
     "tighten",
 ]
@@ -140,8 +142,10 @@ class OffsetsOutOfRetentionError(PlanningError):
         super().__init__(
             "the restart needs records the broker has already deleted (retention): "
             + "; ".join(loss.describe() for loss in self.losses)
-            + f". Restarting would lose {total} records of windows still open. Accept the loss "
-            "(--accept-data-loss) to restart at the earliest available offsets instead"
+            + f". They are {total} records from the first batch that can feed a window still "
+            "open on; deleted records cannot be read, so which of them fed open windows is "
+            "unknown. Accept the loss (--accept-data-loss) to restart at the earliest "
+            "available offsets instead"
         )
 
 
@@ -460,6 +464,21 @@ def earliest_open_event_ms(watermark_ms: int, window: WindowSpec) -> int:
     return ((watermark_ms - size) // slide + 1) * slide
 
 
+def last_written_window_end_ms(watermark_ms: int, window: WindowSpec) -> int:
+    """E: the end of the latest window the old generation wrote, the largest end <= W.
+
+    When the window spec changes, the generations split in event time at E: every event
+    before E lies in a written window (windows cover the whole time line when the slide is
+    no longer than the window), and no written window holds an event at or after E. Windows
+    end at ``k * slide + size``, which is a multiple of the slide only when the size is, so
+    E is not simply the last slide boundary before W. T_min <= E, so a restart planned for
+    T_min reads every event from E on.
+    """
+    earliest_open_event_ms(watermark_ms, window)  # the same checks on the window
+    size, slide = window.duration_ms, window.slide_ms
+    return (watermark_ms - size) // slide * slide + size
+
+
 @dataclass(frozen=True, slots=True)
 class _Boundary:
     """Offsets known at the end of one batch, and where they come from."""
@@ -502,6 +521,7 @@ def plan_restart(
     ledger: Iterable[BatchFacts],
     gap_batch_ids: Iterable[int] = (),
     initial_offsets: FlatOffsets | None = None,
+    max_watermark_delay_ms: int | None = None,
 ) -> RestartPlan:
     """Plan the restart of a new generation after the old one's last committed batch.
 
@@ -509,7 +529,10 @@ def plan_restart(
     the batches whose ledger write failed (their facts, if any, are not trusted).
     ``initial_offsets`` are the offsets the old query started at (``sources/0/0`` or the
     plan that started the generation); a partition missing from them, or given as -2/-1,
-    restarts at EARLIEST when it is needed.
+    restarts at EARLIEST when it is needed. ``max_watermark_delay_ms`` is the largest
+    watermark delay any run of the old generation used (the delay may change between runs
+    on one checkpoint); it bounds the events of unknown batches. The window's own delay is
+    the least it can be.
 
     One pass over the batches: linear in their number (and in partitions per batch).
     """
@@ -519,6 +542,7 @@ def plan_restart(
             "the old checkpoint has no committed batch (no commits/<n> file), so there is "
             "nothing to upgrade from: start the new generation from its configured offsets"
         )
+    delay = max(window.watermark_delay_ms, max_watermark_delay_ms or 0)
     gaps = frozenset(gap_batch_ids)
     records = _index_ledger(ledger, last, gaps)
     retained = {batch.batch_id: batch for batch in checkpoint.batches if batch.batch_id <= last}
@@ -547,7 +571,7 @@ def plan_restart(
             else:
                 what = _classify_unknown(batch_id, gaps, ledger_top, unknown)
                 following = _next_watermark(batch_id, last, checkpoint, retained, records, gaps)
-                feeding = _unknown_feeds(batch_id, what, t_min, watermark, window, following)
+                feeding = _unknown_feeds(batch_id, what, t_min, watermark, delay, following)
                 if feeding is None:
                     unknown.bounded.append(batch_id)
             if feeding is not None:
@@ -761,12 +785,11 @@ def _unknown_feeds(
     why_unknown: str,
     t_min: int,
     watermark: int,
-    window: WindowSpec,
+    delay: int,
     next_watermark: int | None,
 ) -> _Feeding | None:
     """Whether an unknown batch may hold an event at or after T_min: yes, unless the watermark
     of the batch after it, at least (its max event time - delay), proves otherwise."""
-    delay = window.watermark_delay_ms
     if next_watermark is not None and next_watermark + delay < t_min:
         return None
     bound = (
@@ -901,6 +924,11 @@ def check_retention(
     EARLIEST is resolved to the broker's earliest offset. An offset below the earliest is
     refused with OffsetsOutOfRetentionError unless ``accept_data_loss``: then the partition
     moves up to the earliest available offset and its reason and ``data_loss`` say so.
+
+    It runs before ``tighten`` on purpose. Tightening reads each record's event time, and a
+    deleted record cannot be read: whether it fed an open window is unknown, so the
+    batch-level restart is the most the planner can vouch for, and anything deleted after
+    it counts as lost.
     """
     unknown = [
         each.partition for each in plan.partitions if each.partition not in earliest_available

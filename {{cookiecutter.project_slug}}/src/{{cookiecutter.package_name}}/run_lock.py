@@ -315,6 +315,9 @@ class RunLock:
         self._lost_reason: str | None = None
         self._thread: threading.Thread | None = None
         self._last_heartbeat_ok_ms = 0
+        # Directories this lock had to create for its file, deepest first: removed again
+        # (when empty) on a refusal and on release, so a refused command leaves no trace.
+        self._created_directories: list[str] = []
 
     @property
     def uri(self) -> str:
@@ -356,7 +359,14 @@ class RunLock:
         if self._record is not None:
             raise RuntimeError(f"{self.uri} is already held by this RunLock")
         try:
-            with self._exclusive():
+            self._take()
+        except BaseException:
+            self._remove_created_directories()
+            raise
+
+    def _take(self) -> None:
+        try:
+            with self._exclusive(record_created=True):
                 now = self._clock()
                 takeover = self._judge(self._observe(), now)
                 record = LockRecord(
@@ -570,6 +580,19 @@ class RunLock:
             )
         finally:
             self._record = None
+            self._remove_created_directories()
+
+    def _remove_created_directories(self) -> None:
+        """Remove the directories this lock created, deepest first, while they are empty.
+
+        A directory that holds anything (a checkpoint, another process's lock) stays.
+        """
+        created, self._created_directories = self._created_directories, []
+        for directory in created:
+            try:
+                os.rmdir(directory)
+            except OSError:
+                return
 
     # -- the file ------------------------------------------------------------------------------
 
@@ -592,7 +615,7 @@ class RunLock:
             return _Observed(None, str(problem), modified_ms)
 
     @contextlib.contextmanager
-    def _exclusive(self) -> Iterator[None]:
+    def _exclusive(self, *, record_created: bool = False) -> Iterator[None]:
         """On a local filesystem, exclude every other process's read-decide-write of the lock.
 
         Remote stores have no such primitive; there this is a no-op (see the module doc).
@@ -602,9 +625,21 @@ class RunLock:
             return
         directory, name = posixpath.split(self._location.path)
         guard = posixpath.join(directory, f".{name}.guard")
+        deadline = time.monotonic() + _GUARD_TIMEOUT_S
         try:
-            os.makedirs(directory, exist_ok=True)
-            fd = _lock_guard(guard, time.monotonic() + _GUARD_TIMEOUT_S)
+            while True:
+                missing = _missing_directories(directory)
+                os.makedirs(directory, exist_ok=True)
+                if record_created and missing:
+                    self._created_directories = missing
+                try:
+                    fd = _lock_guard(guard, deadline)
+                    break
+                except FileNotFoundError:
+                    # Another lock removed the directory it had created, between our
+                    # makedirs and open: create it again.
+                    if time.monotonic() >= deadline:
+                        raise TimeoutError from None
         except TimeoutError:
             raise RunLockError(
                 f"another process has been changing the run lock {self.uri} for "
@@ -620,6 +655,18 @@ class RunLock:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(guard)
             os.close(fd)
+
+
+def _missing_directories(directory: str) -> list[str]:
+    """``directory`` and its ancestors that do not exist yet, deepest first."""
+    missing: list[str] = []
+    while directory and not os.path.isdir(directory):
+        missing.append(directory)
+        parent = posixpath.dirname(directory)
+        if parent == directory:
+            break
+        directory = parent
+    return missing
 
 
 def _lock_guard(path: str, deadline: float) -> int:

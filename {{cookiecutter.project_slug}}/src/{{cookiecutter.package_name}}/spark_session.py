@@ -9,6 +9,7 @@ with one line that says what to do.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import shutil
@@ -76,6 +77,37 @@ def build_spark_session(
     session = _start(builder, conf if builtin else None)
     if builtin:
         _require_kafka_provider(session, conf, already_running=already_running)
+    return session
+
+
+def local_session_factory(
+    settings: Settings, *, purpose: str, reads_kafka: bool = True
+) -> Callable[[], SparkSession]:
+    """One local, single-core session for a CLI command, started on first use, then reused.
+
+    A command that reads no Kafka (``output show``, ``checkpoint show``) passes
+    ``reads_kafka=False``: its session is built as for the pip-only connector, since the
+    built-in one would resolve its jars from Maven first.
+    """
+    if not reads_kafka:
+        settings = dataclasses.replace(
+            settings, kafka=dataclasses.replace(settings.kafka, connector="python")
+        )
+    sessions: list[SparkSession] = []
+
+    def session() -> SparkSession:
+        if not sessions:
+            sessions.append(
+                build_spark_session(
+                    settings,
+                    app_name=f"{settings.pipeline.name}-{purpose}",
+                    master="local[1]",
+                    # Stage progress bars on stderr would interleave with the command's output.
+                    extra_conf={"spark.ui.showConsoleProgress": "false"},
+                )
+            )
+        return sessions[0]
+
     return session
 
 

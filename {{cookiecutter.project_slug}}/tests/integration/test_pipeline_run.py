@@ -172,9 +172,13 @@ def test_a_restart_continues_the_generation_and_writes_no_window_twice(
     bootstrap = kafka_backend.bootstrap_servers
     times = [BASE_MS + i * MINUTE_MS for i in range(40)]
     records = pipelines.page_views(["a1", "a2"], times, partitions=2)
+    # The first run waits longer for late events; a shorter delay is safe on the checkpoint.
+    patient = pipelines.pipeline_settings(
+        tmp_path, bootstrap, topic, "window.watermark_delay=8 minutes"
+    )
     settings = pipelines.pipeline_settings(tmp_path, bootstrap, topic)
     kafka.produce(bootstrap, topic, records[:20])
-    run(settings, spark)
+    run(patient, spark)
     first = ledger_batches(settings, spark)
     kafka.produce(bootstrap, topic, records[20:])
 
@@ -189,6 +193,11 @@ def test_a_restart_continues_the_generation_and_writes_no_window_twice(
     with open_store(settings.ledger, spark=lambda: spark) as store:
         generations = store.generations(settings.pipeline.name)
     assert [(g.generation, g.status.value) for g in generations] == [(1, "running")]
+    # The upgrade planner bounds unrecorded batches by the longest delay any run used.
+    window = generations[0].signature["window"]
+    assert isinstance(window, dict)
+    assert window["watermark_delay_ms"] == DELAY_MS
+    assert generations[0].signature["history"] == {"max_watermark_delay_ms": 8 * MINUTE_MS}
     layout = GenerationLayout(settings.pipeline.root, 1)
     events = [(t, ["a1", "a2"][i % 2]) for i, t in enumerate(times)]
     assert windows_written(spark, layout) == oracle(events, ledger[-1].batch_watermark_ms)

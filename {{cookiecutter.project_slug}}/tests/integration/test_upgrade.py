@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from collections import Counter
 from pathlib import Path
 
@@ -11,8 +12,10 @@ from pyspark.sql import DataFrame, SparkSession
 
 import support.kafka_backends as kafka
 import support.pipelines as pipelines
+import support.waiting as waiting
 from {{ cookiecutter.package_name }}.app.run import (
     RunRequest,
+    RunSummary,
     run_pipeline,
 )
 from {{ cookiecutter.package_name }}.app.upgrade import (
@@ -154,6 +157,63 @@ def test_adding_an_aggregate_upgrades_without_loss_or_duplicates(
     union = read_output(spark, settings.pipeline.root, file_format="parquet").collect()
     assert Counter(row.generation for row in union) == Counter({1: len(old), 2: len(new)})
     assert all(row.users is None for row in union if row.generation == 1)
+
+
+def test_the_rate_limit_is_off_for_the_replay_batch_only(
+    spark: SparkSession,
+    kafka_backend: kafka.KafkaBackend,
+    generation_1: tuple[Settings, list[int]],
+    tmp_path: Path,
+) -> None:
+    settings, times = generation_1
+    bootstrap = kafka_backend.bootstrap_servers
+    topic = settings.kafka.topics[0]
+    version_2 = pipelines.pipeline_settings(
+        tmp_path, bootstrap, topic, "kafka.max_offsets_per_trigger=10", VERSION_2
+    )
+    apply_command(version_2, accept_data_loss=False, spark=lambda: spark)
+    records = pipelines.page_views(ARTICLES, [*times, *(t + 60 * MINUTE_MS for t in times)], 2)
+    kafka.produce(bootstrap, topic, records[40:60])
+
+    def batches() -> list[int]:
+        with open_store(settings.ledger, spark=lambda: spark) as store:
+            return [batch.input_rows for batch in store.batches(settings.pipeline.name, 2)]
+
+    stop = threading.Event()
+    outcome: list[RunSummary | BaseException] = []
+
+    def run_until_stopped() -> None:
+        try:
+            outcome.append(
+                run_pipeline(RunRequest(version_2, stop=stop, echo=lambda _: None), spark)
+            )
+        except BaseException as error:  # handed to the test thread, which re-raises it
+            outcome.append(error)
+
+    runner = threading.Thread(target=run_until_stopped)
+    runner.start()
+    try:
+        waiting.wait_until(
+            lambda: outcome or batches(), timeout=120, message="no batch of generation 2"
+        )
+        # Arrives while generation 2 runs, after its replay: read under the rate limit.
+        kafka.produce(bootstrap, topic, records[60:90])
+        waiting.wait_until(
+            lambda: outcome or sum(batches()) == 30 + 30,
+            timeout=120,
+            message="generation 2 never read the 30 records produced after its replay",
+        )
+    finally:
+        stop.set()
+        runner.join(timeout=300)
+    assert not runner.is_alive(), "the run did not stop within 300 s of the stop request"
+    assert isinstance(outcome[0], RunSummary), outcome[0]
+    replay, *after = [rows for rows in batches() if rows]
+    # The replay (offsets 15-19 of each partition) and all 20 records that were waiting, in
+    # one batch though the limit is 10; then at most 10 a batch.
+    assert replay == 10 + 20
+    assert sum(after) == 30
+    assert max(after) <= 10
 
 
 @pytest.mark.parametrize("crash_after", APPLY_STEPS)

@@ -35,11 +35,13 @@ VERSION_2 = 'aggregation.metrics={"views": "count(*)", "users": "approx_count_di
 
 
 def snapshot(root: Path) -> dict[str, str]:
-    """Every file under ``root`` and a hash of its content: what "nothing changed" means."""
+    """Every file under ``root`` with a hash of its content, and every directory, even an
+    empty one: what "nothing changed" means."""
     return {
-        str(path.relative_to(root)): hashlib.sha256(path.read_bytes()).hexdigest()
+        str(path.relative_to(root)): (
+            hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else "directory"
+        )
         for path in sorted(root.rglob("*"))
-        if path.is_file()
     }
 
 

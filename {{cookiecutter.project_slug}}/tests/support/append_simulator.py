@@ -16,6 +16,12 @@ property tests can check the upgrade planner against it without a JVM:
 - ``replay_after_ms`` is the upgrade's replay filter, applied to (event, window) pairs after
   ``window()`` and before the aggregation: pairs with ``window.end <=`` it are dropped. The
   watermark still sees their events, since it is computed upstream of the filter.
+- ``replay_from_event_ms`` is the upgrade's filter when the window spec changed, E: events
+  whose time is before it are dropped before windowing, as ``events.where(event_time >= E)``
+  does upstream of ``withWatermark``. So, unlike ``replay_after_ms``, the dropped events do
+  NOT move the watermark (they never reach the watermark operator). The batch's min and max
+  event times (the ledger's facts) still include them: the listener observes the parsed
+  stream, before the filter.
 - A malformed record (no event time) moves the offsets on but reaches no window and does
   not move the watermark.
 
@@ -106,12 +112,14 @@ class AppendQuery:
         *,
         starting_offsets: Mapping[int, int] | None = None,
         replay_after_ms: int | None = None,
+        replay_from_event_ms: int | None = None,
     ) -> None:
         self._topic = topic
         self.windows = windows
         # Where a partition starts when the query first reads it; absent: earliest, 0.
         self._starting = dict(starting_offsets or {})
         self.replay_after_ms = replay_after_ms
+        self.replay_from_event_ms = replay_from_event_ms
         self._position: dict[int, int] = {}
         self._state: dict[Group, list[int]] = {}
         self.written: dict[Group, tuple[int, ...]] = {}  # event ids per written group
@@ -119,6 +127,7 @@ class AppendQuery:
         self._max_event_ms: int | None = None
         self._watermark_ms = 0  # what the next batch runs with
         self.filtered_pairs = 0
+        self.filtered_events = 0  # dropped by replay_from_event_ms
 
     @property
     def no_data_batch_due(self) -> bool:
@@ -160,9 +169,14 @@ class AppendQuery:
         watermark = self._watermark_ms
         late_before = self.batches[-1].watermark_ms if self.batches else watermark
         dropped = 0
+        times: list[int] = []  # what reaches the watermark operator
         for record in records:
             if record.time_ms is None:
                 continue
+            if self.replay_from_event_ms is not None and record.time_ms < self.replay_from_event_ms:
+                self.filtered_events += 1
+                continue
+            times.append(record.time_ms)
             for window_start, window_end in self.windows.of(record.time_ms):
                 if self.replay_after_ms is not None and window_end <= self.replay_after_ms:
                     self.filtered_pairs += 1
@@ -178,7 +192,6 @@ class AppendQuery:
         written = tuple(sorted(group for group in self._state if group[1] <= watermark))
         for group in written:
             self.written[group] = tuple(self._state.pop(group))
-        times = [record.time_ms for record in records if record.time_ms is not None]
         if times:
             top = max(times)
             self._max_event_ms = top if self._max_event_ms is None else max(self._max_event_ms, top)

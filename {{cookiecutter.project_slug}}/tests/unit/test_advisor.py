@@ -10,6 +10,8 @@ import pytest
 from {{ cookiecutter.package_name }}.advisor import (
     Verdict,
     advise,
+    max_watermark_delay_ms,
+    with_history,
 )
 
 SIGNATURE: dict[str, Any] = {
@@ -119,3 +121,26 @@ def test_the_json_form_lists_every_change() -> None:
             }
         ],
     }
+
+
+def test_a_run_records_the_largest_watermark_delay_any_run_used() -> None:
+    first = with_history(changed("window.watermark_delay_ms", 1_800_000), None)
+    assert first["history"] == {"max_watermark_delay_ms": 1_800_000}
+    # A later run on the same checkpoint with a shorter delay keeps the longer one.
+    second = with_history(SIGNATURE, first)
+    assert second["window"] == SIGNATURE["window"]
+    assert second["history"] == {"max_watermark_delay_ms": 1_800_000}
+    assert max_watermark_delay_ms(second) == 1_800_000
+    third = with_history(changed("window.watermark_delay_ms", 3_600_000), second)
+    assert max_watermark_delay_ms(third) == 3_600_000
+
+
+def test_a_signature_recorded_before_the_history_gives_its_own_delay() -> None:
+    assert max_watermark_delay_ms(SIGNATURE) == 300_000
+    assert max_watermark_delay_ms({}) == 0
+
+
+def test_the_history_is_not_part_of_the_comparison() -> None:
+    recorded = with_history(SIGNATURE, with_history(changed("window.watermark_delay_ms", 1), None))
+    assert advise(recorded, copy.deepcopy(SIGNATURE)).verdict is Verdict.SAME
+    assert advise(SIGNATURE, recorded).verdict is Verdict.SAME

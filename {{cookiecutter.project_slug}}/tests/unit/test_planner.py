@@ -346,6 +346,30 @@ def test_without_the_next_watermark_an_unknown_batch_is_assumed_to_feed() -> Non
     assert (gapped.restart_batch, gapped.restart_offsets) == (1, offsets(10))
 
 
+def test_an_unknown_batch_is_bounded_by_the_largest_delay_the_generation_ran_with() -> None:
+    # Batch 1 is missing and batch 2 ran with watermark 10:17. With the window's delay of 2
+    # minutes, batch 1's events stay below 10:19 < T_min = 10:30. An earlier run on the same
+    # checkpoint used 15 minutes, so they may reach 10:32, in a window still open.
+    ledger = [FOUR[0], *FOUR[2:]]
+    checkpoint = checkpoint_of(FOUR, keep=1)
+
+    def plan(max_delay: int | None) -> RestartPlan:
+        return plan_restart(
+            window=TUMBLING,
+            checkpoint=checkpoint,
+            ledger=ledger,
+            initial_offsets=offsets(0),
+            max_watermark_delay_ms=max_delay,
+        )
+
+    assert (plan(None).restart_batch, plan(None).restart_offsets) == (2, offsets(20))
+    wider = plan(15 * MINUTE)
+    assert (wider.restart_batch, wider.restart_offsets) == (1, offsets(10))
+    assert "allows events up to 2024-05-01T10:32:00Z" in wider.reasons[(TOPIC, 0)]
+    # The window's own delay is the least a run used: a smaller maximum changes nothing.
+    assert plan(0) == plan(None)
+
+
 def test_a_restart_batch_without_start_offsets_uses_the_last_known_boundary() -> None:
     # Batch 1 is missing (bounded by batch 2's watermark); batch 2 lost its start offsets.
     without_start = batch(2, None, offsets(30), at(17), (at(19), at(35)))

@@ -15,6 +15,20 @@ no watermark, empty state and the replay filter ``window.end > W``, and the test
 - always: no partition restarts after the earliest record that feeds an open window (a
   brute-force oracle over the stream), and the tightened restart is exactly that record.
 
+An upgrade that changes the window spec replays instead with the event-time filter
+``event_time >= E``, E = ``last_written_window_end_ms(W, old window)``, the largest end of an
+old window at or before W, and a second, independently drawn window spec (sizes not always
+a multiple of the slide; a watermark delay no shorter than the old one, so the stream's
+disorder stays within it). From the planner's restart and from the tightened one, with
+disorder within the delay:
+
+- the old generation wrote only windows ending at or before E, and exactly the old-spec
+  count of the events before E (every one of them, in each of its windows ending by E);
+- the new generation wrote exactly the new-spec count of the topic's events at or after E,
+  in every window, none counting an event before E;
+- so each valid event of the topic is counted by exactly one generation: the event ids in
+  the old rows are those before E, the ids in the new rows those at or after E.
+
 200 examples per test by default; ``HYPOTHESIS_PROFILE=slow`` runs 2000.
 """
 
@@ -22,7 +36,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from hypothesis import HealthCheck, given, settings
@@ -39,6 +53,8 @@ from {{ cookiecutter.package_name }}.planner import (
     RestartPlan,
     Scan,
     check_retention,
+    earliest_open_event_ms,
+    last_written_window_end_ms,
     plan_restart,
     tighten,
 )
@@ -95,6 +111,17 @@ def window_specs(draw: st.DrawFn) -> simulator.Windows:
     return simulator.Windows(size_ms=size, slide_ms=slide, delay_ms=delay)
 
 
+# Sliding windows whose size is not a multiple of the slide: their ends are not slide
+# boundaries. window_specs draws them too, but rarely enough to weight them up where it counts.
+UNEVEN = ((5, 2), (5, 3), (7, 2), (7, 3), (10, 3), (10, 4), (10, 6), (20, 3), (20, 8), (20, 15))
+
+
+@st.composite
+def uneven_window_specs(draw: st.DrawFn) -> simulator.Windows:
+    size, slide = draw(st.sampled_from(UNEVEN))
+    return simulator.Windows(size_ms=size, slide_ms=slide, delay_ms=draw(st.integers(0, 15)))
+
+
 @st.composite
 def ledger_states(draw: st.DrawFn, committed: int) -> tuple[list[str], int, int, bool]:
     damaged = draw(st.booleans())
@@ -110,13 +137,15 @@ def ledger_states(draw: st.DrawFn, committed: int) -> tuple[list[str], int, int,
 
 
 @st.composite
-def ordered_scenarios(draw: st.DrawFn) -> Scenario:
+def ordered_scenarios(
+    draw: st.DrawFn, specs: st.SearchStrategy[simulator.Windows] | None = None
+) -> Scenario:
     """Streams whose disorder stays within the delay, cut in arrival order.
 
     Each valid event is at least (max event time so far - delay), so no event is ever late,
     whatever the cuts, as long as every batch takes a prefix of the arrival order.
     """
-    windows = draw(window_specs())
+    windows = draw(specs if specs is not None else window_specs())
     partitions = draw(st.integers(1, 3))
     items = draw(
         st.lists(
@@ -258,6 +287,22 @@ def unordered_scenarios(draw: st.DrawFn) -> Scenario:
         initial_known,
         new_steps=new_steps,
     )
+
+
+@st.composite
+def window_changes(draw: st.DrawFn) -> tuple[Scenario, simulator.Windows]:
+    """An ordered scenario and the window spec an upgrade changes it to.
+
+    The new size and slide are drawn independently of the old ones, each a size that is not
+    a multiple of the slide half the time; the new delay is at least the old one, so the
+    stream's disorder stays within it and no event is late.
+    """
+    specs = st.one_of(window_specs(), uneven_window_specs())
+    scenario = draw(ordered_scenarios(specs))
+    drawn = draw(specs)
+    extra = draw(st.integers(0, 10))
+    new = simulator.Windows(drawn.size_ms, drawn.slide_ms, scenario.windows.delay_ms + extra)
+    return scenario, new
 
 
 def increments(partitions: int, most: int) -> st.SearchStrategy[tuple[list[int], bool]]:
@@ -439,6 +484,33 @@ def check_planner_bounds(
     return needed, tightened
 
 
+def counted(
+    windows: simulator.Windows,
+    records: Iterable[simulator.Record],
+    ending_by: int | None = None,
+) -> dict[simulator.Group, tuple[int, ...]]:
+    """Brute force: the sorted ids of the valid events in each (window, key), optionally
+    only windows ending at or before ``ending_by``."""
+    groups: dict[simulator.Group, list[int]] = {}
+    for record in records:
+        if record.time_ms is None:
+            continue
+        for start, end in windows.of(record.time_ms):
+            if ending_by is None or end <= ending_by:
+                groups.setdefault((start, end, record.key), []).append(record.event_id)
+    return {group: tuple(sorted(ids)) for group, ids in groups.items()}
+
+
+def sorted_ids(
+    written: Mapping[simulator.Group, Sequence[int]],
+) -> dict[simulator.Group, tuple[int, ...]]:
+    return {group: tuple(sorted(ids)) for group, ids in written.items()}
+
+
+def ids_in(written: Mapping[simulator.Group, Sequence[int]]) -> set[int]:
+    return {event_id for ids in written.values() for event_id in ids}
+
+
 # -- The properties --------------------------------------------------------------------------
 
 
@@ -488,6 +560,124 @@ def test_any_disorder_counts_each_old_event_once_and_writes_no_window_twice(
                     if window_end > old.watermark_ms:
                         group = (start, window_end, record.key)
                         assert counted[(group, record.event_id)] == 1, (group, record)
+
+
+@PROFILE
+@given(window_changes())
+def test_a_window_change_counts_each_event_in_exactly_one_generation(
+    change: tuple[Scenario, simulator.Windows],
+) -> None:
+    """The new window spec replays with ``event_time >= E``: the generations split at E.
+
+    Exact, because the disorder stays within both delays: no event is ever late; every
+    event before E has been read by the old generation (one it had not read is at least the
+    max event time it read minus the delay, so at or after W >= E); and the new generation
+    reads the whole topic and is flushed, so every window it holds is written. The new
+    windows that straddle E count only their events at or after E: the rest were counted
+    in the old grid, which is what "exactly one generation" means across a spec change.
+    """
+    scenario, new_windows = change
+    old = old_generation(scenario)
+    _needed, tightened = check_planner_bounds(scenario, old)
+    boundary = last_written_window_end_ms(old.watermark_ms, old.plan.window)
+    assert old.plan.earliest_open_event_ms <= boundary <= old.watermark_ms
+
+    records = [record for partition in scenario.topic.values() for record in partition]
+    valid = {record.event_id: record.time_ms for record in records if record.time_ms is not None}
+    before = [r for r in records if r.time_ms is not None and r.time_ms < boundary]
+    after = [r for r in records if r.time_ms is not None and r.time_ms >= boundary]
+
+    # 1. The old generation: only windows ending by E, and each event before E in every one
+    # of its windows ending by E.
+    assert all(end <= boundary for _start, end, _key in old.query.written)
+    assert sorted_ids(old.query.written) == counted(scenario.windows, before, ending_by=boundary)
+    old_ids = ids_in(old.query.written)
+    assert old_ids == {record.event_id for record in before}
+
+    for restart in (restart_of(old.plan), restart_of(tightened)):
+        new = simulator.AppendQuery(
+            scenario.topic,
+            new_windows,
+            starting_offsets=restart,
+            replay_from_event_ms=boundary,
+        )
+        simulator.run_schedule(new, ordered_new_schedule(scenario, restart))
+        new.flush()
+        assert all(batch.dropped_late == 0 for batch in new.batches)
+        # 2. The new generation: the new-spec count of every event at or after E, read
+        # again from the old generation's range or for the first time, and nothing before E.
+        assert sorted_ids(new.written) == counted(new_windows, after)
+        new_ids = ids_in(new.written)
+        assert all(valid[event_id] >= boundary for event_id in new_ids)
+        # 3. Per event: exactly one generation counts it.
+        assert not old_ids & new_ids
+        assert old_ids | new_ids == set(valid)
+
+
+def test_a_window_change_splits_at_the_last_written_end_not_at_a_slide_boundary() -> None:
+    """Windows of 10 sliding every 3, then tumbling windows of 5, with W = 102.
+
+    Old windows end at 3k + 10, so the last written one ends at E = 100: ``[90, 100)``.
+    The last slide boundary, floor(W / slide) * slide = 102, is no window's end: filtering
+    from 102 would drop the event at 101, which no written old window holds (its windows
+    [93, 103), [96, 106) and [99, 109) all end after W), so neither generation counts it.
+    """
+    old_windows = simulator.Windows(size_ms=10, slide_ms=3, delay_ms=5)
+    new_windows = simulator.Windows(size_ms=5, slide_ms=5, delay_ms=5)
+    topic = {0: [simulator.Record(i, t, "a") for i, t in enumerate([95, 99, 101, 107])]}
+    old = simulator.run_schedule(
+        simulator.AppendQuery(topic, old_windows), [({0: 3}, False), ({0: 4}, True)]
+    )
+    watermark = old.batches[-1].watermark_ms
+    assert watermark == 102
+    assert sorted_ids(old.written) == {(87, 97, "a"): (0,), (90, 100, "a"): (0, 1)}
+    spec = WindowSpec(duration_ms=10, slide_ms=3, watermark_delay_ms=5)
+    boundary = last_written_window_end_ms(watermark, spec)
+    assert boundary == 100 != watermark // 3 * 3
+    # T_min = 93: the restart reads every event from offset 0.
+    assert earliest_open_event_ms(watermark, spec) == 93
+
+    def new_generation_from(replay_from: int) -> simulator.AppendQuery:
+        new = simulator.AppendQuery(
+            topic, new_windows, starting_offsets={0: 0}, replay_from_event_ms=replay_from
+        )
+        simulator.run_schedule(new, [({0: 2}, False), ({0: 4}, False)])
+        new.flush()
+        return new
+
+    new = new_generation_from(boundary)
+    # 95 and 99 are filtered before the watermark: it does not move (99 - 5 would be 94).
+    assert (new.filtered_events, new.batches[0].next_watermark_ms) == (2, 0)
+    assert sorted_ids(new.written) == {(100, 105, "a"): (2,), (105, 110, "a"): (3,)}
+    assert ids_in(old.written) | ids_in(new.written) == {0, 1, 2, 3}
+    assert not ids_in(old.written) & ids_in(new.written)
+    # From the slide boundary instead, the event at 101 is counted by neither generation.
+    at_slide = new_generation_from(watermark // 3 * 3)
+    assert 2 not in ids_in(old.written) | ids_in(at_slide.written)
+
+
+def test_the_last_written_window_end_is_the_largest_end_at_or_before_w() -> None:
+    cases = [
+        # (size, slide, W, E)
+        (10, 10, 25, 20),  # tumbling: the start of W's window
+        (10, 10, 30, 30),  # W on an end: that window is written (end <= W)
+        (10, 5, 27, 25),  # size a multiple of the slide: ends at multiples of 5
+        (10, 5, 30, 30),
+        (10, 3, 102, 100),  # not a multiple: ends at 3k + 10, 1 modulo 3
+        (10, 3, 101, 100),
+        (10, 3, 99, 97),
+        (7, 2, 20, 19),  # ends at 2k + 7, odd
+        (7, 2, 0, -1),  # before any event: the window [-8, -1)
+    ]
+    for size, slide, watermark, expected in cases:
+        spec = WindowSpec(duration_ms=size, slide_ms=slide, watermark_delay_ms=0)
+        assert last_written_window_end_ms(watermark, spec) == expected, (size, slide, watermark)
+    # And against brute force: the largest k * slide + size at or before W.
+    for size, slide in [(5, 5), (10, 5), (10, 3), (20, 7), (3, 1)]:
+        spec = WindowSpec(duration_ms=size, slide_ms=slide, watermark_delay_ms=0)
+        for watermark in range(-30, 80):
+            ends = [k * slide + size for k in range(-100, 100) if k * slide + size <= watermark]
+            assert last_written_window_end_ms(watermark, spec) == max(ends), (size, slide)
 
 
 def test_a_replay_split_across_batches_can_drop_events_the_old_generation_held() -> None:

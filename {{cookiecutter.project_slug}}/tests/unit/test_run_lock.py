@@ -28,12 +28,14 @@ from {{ cookiecutter.package_name }}.run_lock import (
     LockRecord,
     ProcessState,
     RunLock,
+    RunLockError,
     RunLockHeldError,
     host_identity,
     process_start_marker,
 )
 from {{ cookiecutter.package_name }}.storage import (
     Location,
+    StorageError,
 )
 
 NOW = 1_800_000_000_000  # a frozen wall clock, in epoch ms
@@ -122,7 +124,35 @@ def test_acquire_writes_the_holder_and_release_leaves_no_file(lock_path: Path) -
         assert [p.name for p in lock_path.parent.iterdir()] == ["run.lock"]
     assert not lock.held
     assert not lock.lost
+    # The lock made checkpoints/generation-1/ for its file, and removes both again.
+    assert not lock_path.parent.parent.exists()
+
+
+def test_release_keeps_directories_that_hold_anything(lock_path: Path) -> None:
+    with RunLock(str(lock_path), purpose="run"):
+        (lock_path.parent / "aggregates").mkdir()  # as a query's checkpoint would be
+    assert sorted(p.name for p in lock_path.parent.iterdir()) == ["aggregates"]
+
+
+def test_release_keeps_directories_that_were_there_before(lock_path: Path) -> None:
+    lock_path.parent.mkdir(parents=True)
+    with RunLock(str(lock_path), purpose="run"):
+        pass
     assert list(lock_path.parent.iterdir()) == []
+
+
+def test_a_failed_acquire_removes_the_directories_it_made(
+    lock_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refuse(self: Location, data: bytes) -> None:
+        raise StorageError("the disk is full")
+
+    monkeypatch.setattr(Location, "write_atomically", refuse)
+    lock = RunLock(str(lock_path), purpose="run")
+    with pytest.raises(RunLockError, match="the disk is full"):
+        lock.acquire()
+    assert not lock.held
+    assert list(lock_path.parent.parent.parent.iterdir()) == []  # tmp_path as it was
 
 
 def test_file_uris_work_like_paths(lock_path: Path) -> None:

@@ -15,6 +15,9 @@ import pyspark
 import pytest
 
 import support.fake_repository as fake_repository
+from {{ cookiecutter.package_name }} import (
+    spark_session,
+)
 from {{ cookiecutter.package_name }}.kafka_jars import (
     MAVEN_CENTRAL,
     ConnectorUnavailableError,
@@ -29,6 +32,7 @@ from {{ cookiecutter.package_name }}.spark_session import (
     SparkEnvironmentError,
     check_java,
     check_pyarrow,
+    local_session_factory,
     parse_java_version,
     spark_conf,
 )
@@ -60,6 +64,24 @@ def connector_jars(directory: Path, version: str = SPARK_VERSION) -> list[Path]:
     for name in names:
         (directory / name).write_bytes(b"")
     return [directory / name for name in names]
+
+
+class Built:
+    """Stands for the sessions ``build_spark_session`` would start; records each start."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str, str | None, dict[str, str]]] = []
+
+    def __call__(
+        self,
+        settings: Settings,
+        *,
+        app_name: str,
+        master: str | None = None,
+        extra_conf: dict[str, str] | None = None,
+    ) -> object:
+        self.calls.append((settings.kafka.connector, app_name, master, dict(extra_conf or {})))
+        return object()
 
 
 def jars_env(paths: Sequence[Path]) -> dict[str, str]:
@@ -347,3 +369,27 @@ def test_another_worker_interpreter_without_pyarrow_is_refused() -> None:
     assert "/opt/other/bin/python" in message
     assert "No module named 'pyarrow'" in message
     assert "pip install pyarrow" in message
+
+
+# --- sessions of the CLI's commands -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(("reads_kafka", "connector"), [(True, "builtin"), (False, "python")])
+def test_a_command_session_starts_on_first_use_once_locally(
+    monkeypatch: pytest.MonkeyPatch, reads_kafka: bool, connector: str
+) -> None:
+    built = Built()
+    monkeypatch.setattr(spark_session, "build_spark_session", built)
+    settings = settings_with("builtin")
+    factory = local_session_factory(settings, purpose="output", reads_kafka=reads_kafka)
+    assert built.calls == []  # nothing starts until a session is needed
+    assert factory() is factory()
+    # A command that reads only files never asks Maven for the built-in connector's jars.
+    assert built.calls == [
+        (
+            connector,
+            f"{settings.pipeline.name}-output",
+            "local[1]",
+            {"spark.ui.showConsoleProgress": "false"},
+        )
+    ]

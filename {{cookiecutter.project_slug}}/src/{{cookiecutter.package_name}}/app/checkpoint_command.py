@@ -10,7 +10,7 @@ from ..errors import PipelineError
 from ..layout import GENERATION_PREFIX, GenerationLayout
 from ..ledger.opening import ledger_exists, open_store
 from ..settings import Settings
-from ..spark_session import build_spark_session
+from ..spark_session import local_session_factory
 from ..storage import absolute_uri
 from .generations import current_generation
 from .inspect import inspect_checkpoint, render_report
@@ -40,9 +40,7 @@ def show_checkpoint(
     pipeline = settings.pipeline.name
     if spark is None:
         # Only the filesystem ledger needs Spark; a local session starts only then.
-        spark = lambda: build_spark_session(  # noqa: E731
-            settings, app_name=f"{pipeline}-inspect", master="local[1]"
-        )
+        spark = local_session_factory(settings, purpose="inspect", reads_kafka=False)
     store = open_store(settings.ledger, spark=spark) if ledger_exists(settings.ledger) else None
     try:
         if path is None:

@@ -8,7 +8,6 @@ two generations around an upgrade shows as neighbouring rows.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 from collections.abc import Callable, Sequence
@@ -31,7 +30,7 @@ from ..output_reader import (
     require_committed,
 )
 from ..settings import Settings
-from ..spark_session import build_spark_session
+from ..spark_session import local_session_factory
 from ..storage import absolute_uri
 from ..transformations import WINDOW_START
 
@@ -201,18 +200,7 @@ def _session(
         return spark
     if spark is not None:
         return spark()
-    # Reading files needs no Kafka connector, and the built-in one would resolve its jars
-    # from Maven first, so the session is built as for the pip-only connector.
-    reading = dataclasses.replace(
-        settings, kafka=dataclasses.replace(settings.kafka, connector="python")
-    )
-    return build_spark_session(
-        reading,
-        app_name=f"{settings.pipeline.name}-output",
-        master="local[1]",
-        # Stage progress bars on stderr would interleave with the table.
-        extra_conf={"spark.ui.showConsoleProgress": "false"},
-    )
+    return local_session_factory(settings, purpose="output", reads_kafka=False)()
 
 
 def _utc(frame: DataFrame) -> DataFrame:

@@ -23,7 +23,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming.query import StreamingQuery
 
 from .. import transformations
-from ..advisor import Verdict, advise
+from ..advisor import Verdict, advise, with_history
 from ..checkpoint.errors import CheckpointError
 from ..checkpoint.reader import read_checkpoint
 from ..errors import PipelineError
@@ -157,12 +157,18 @@ def _run_generation(
     start = generation_start(record)
     notes: list[str] = []
     replaying = start.from_plan and _last_committed(layout.checkpoint) is None
+    # The replay must run as one batch with whatever has arrived since: split by a rate
+    # limit, a partition that races ahead would raise the new query's watermark and make
+    # replayed events of a lagging partition late, though the old generation counted them.
+    # So a rate-limited generation first runs its replay alone, unlimited and "available
+    # now" (one batch), then restarts on the same checkpoint with its limit.
+    replay: DataFrame | None = None
     if replaying and settings.kafka.max_offsets_per_trigger:
-        # The replay must run as one batch with whatever has arrived since: split by a rate
-        # limit, a partition that races ahead would raise the new query's watermark and make
-        # replayed events of a lagging partition late, though the old generation counted them.
-        settings = replace(settings, kafka=replace(settings.kafka, max_offsets_per_trigger=0))
-        notes.append("  rate limit  off for the replay batch; back on at the next run")
+        unlimited = replace(settings, kafka=replace(settings.kafka, max_offsets_per_trigger=0))
+        replay = _aggregates_frame(spark, unlimited, layout, start)
+        notes.append(
+            "  rate limit  off for the replay batch, which runs on its own; on again after it"
+        )
     plan_pending = [
         record is not None and record.plan is not None and not record.plan.get("consumed_at_ms")
     ]
@@ -211,28 +217,47 @@ def _run_generation(
         )
     for note in notes:
         request.echo(note)
-    queries: list[StreamingQuery] = []
-    try:
-        for name, frame, path, checkpoint in (
-            (AGGREGATES_QUERY, aggregates, layout.output, layout.checkpoint),
-            (QUARANTINE_QUERY, quarantine, layout.quarantine, layout.quarantine_checkpoint),
-        ):
-            queries.append(
-                start_file_sink(
-                    frame,
-                    query_name=name,
-                    path=path,
-                    checkpoint=checkpoint,
-                    file_format=settings.sink.format,
-                    trigger=trigger,
-                )
+    queries: list[StreamingQuery] = []  # every query this run started, in start order
+
+    def launch(name: str, frame: DataFrame, path: str, checkpoint: str, when: Trigger) -> None:
+        queries.append(
+            start_file_sink(
+                frame,
+                query_name=name,
+                path=path,
+                checkpoint=checkpoint,
+                file_format=settings.sink.format,
+                trigger=when,
             )
-        summary.stopped_by = _wait(
-            queries,
-            request.stop,
-            run_lock,
-            on_tick=mark_plan_consumed,
         )
+
+    try:
+        replayed = True
+        if replay is not None:
+            launch(
+                AGGREGATES_QUERY,
+                replay,
+                layout.output,
+                layout.checkpoint,
+                replace(trigger, available_now=True),
+            )
+            summary.stopped_by = _wait(queries, request.stop, run_lock, on_tick=mark_plan_consumed)
+            replayed = summary.stopped_by == "end of input" and queries[0].exception() is None
+        if replayed:
+            launch(AGGREGATES_QUERY, aggregates, layout.output, layout.checkpoint, trigger)
+            launch(
+                QUARANTINE_QUERY,
+                quarantine,
+                layout.quarantine,
+                layout.quarantine_checkpoint,
+                trigger,
+            )
+            summary.stopped_by = _wait(
+                [query for query in queries if query.isActive],
+                request.stop,
+                run_lock,
+                on_tick=mark_plan_consumed,
+            )
     finally:
         try:
             _stop_gracefully(queries)
@@ -252,7 +277,7 @@ def _run_generation(
         spark.streams.removeListener(ledger)
         spark.streams.removeListener(console)
     for query in queries:
-        summary.progress[query.name] = list(query.recentProgress)
+        summary.progress.setdefault(query.name, []).extend(query.recentProgress)
     summary.batches = {name: batch for name, batch in committed.items() if batch is not None}
     _raise_if_failed(queries)
     return summary
@@ -413,7 +438,9 @@ def _record_generation(
             pipeline=settings.pipeline.name,
             generation=layout.generation,
             status=GenerationStatus.RUNNING,
-            signature=signature,
+            # With the largest watermark delay of any run so far: the upgrade planner needs
+            # it to bound the events of batches the ledger missed.
+            signature=with_history(signature, None if existing is None else existing.signature),
             plan=None if existing is None else existing.plan,
             created_at_ms=now_ms if existing is None else existing.created_at_ms,
             updated_at_ms=now_ms,

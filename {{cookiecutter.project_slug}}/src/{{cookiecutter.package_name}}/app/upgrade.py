@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 from pyspark.sql import SparkSession
 
 from .. import planner
-from ..advisor import Advice, Verdict, advise
+from ..advisor import Advice, Verdict, advise, max_watermark_delay_ms
 from ..checkpoint.errors import CheckpointError, NotACheckpointError
 from ..checkpoint.reader import CheckpointState, read_checkpoint, read_sink_log
 from ..errors import PipelineError
@@ -43,7 +43,7 @@ from ..source.connector import kafka_read_options
 from ..source.initial_offsets import load_initial_offsets
 from ..source.kafka_metadata import KafkaMetadata
 from ..source.options import parse_options
-from ..spark_session import build_spark_session
+from ..spark_session import local_session_factory
 from ..storage import absolute_uri
 from ..validation import WindowSpec
 from .replay_scan import event_times
@@ -85,24 +85,6 @@ class UpgradePlan:
 
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
-
-
-def _session_factory(settings: Settings) -> Callable[[], SparkSession]:
-    sessions: list[SparkSession] = []
-
-    def session() -> SparkSession:
-        if not sessions:
-            sessions.append(
-                build_spark_session(
-                    settings,
-                    app_name=f"{settings.pipeline.name}-upgrade",
-                    master="local[1]",
-                    extra_conf={"spark.ui.showConsoleProgress": "false"},
-                )
-            )
-        return sessions[0]
-
-    return session
 
 
 def _open_ledger(settings: Settings, spark: Callable[[], SparkSession]) -> OffsetStore:
@@ -173,6 +155,7 @@ def compute_plan(
             if gap.batch_id is not None
         ],
         initial_offsets=_initial_offsets(old, old_layout),
+        max_watermark_delay_ms=max_watermark_delay_ms(old.signature),
     )
     options = parse_options(kafka_read_options(settings.kafka))
     metadata = KafkaMetadata(
@@ -205,9 +188,9 @@ def compute_plan(
     restart_offsets, added, dropped = _align(restart.restart_offsets, subscribed, position)
     quarantine_offsets = _align(flatten(parse_offsets(quarantine)), subscribed, position)[0]
     new_layout = GenerationLayout(root, next_generation(store, old.pipeline))
-    # Sliding windows: events before the last slide boundary at or before W were already
-    # counted in written windows, so a new window grid starts there (T_min for tumbling).
-    boundary = (restart.watermark_ms // old_window.slide_ms) * old_window.slide_ms
+    # A new window grid starts where the old generation's written windows end: every event
+    # before that was counted in a written window, none after it (T_min for tumbling).
+    boundary = planner.last_written_window_end_ms(restart.watermark_ms, old_window)
     document: dict[str, object] = {
         "pipeline": old.pipeline,
         "from_generation": old.generation,
@@ -215,7 +198,7 @@ def compute_plan(
         "last_committed_batch": restart.last_committed_batch,
         "watermark_ms": restart.watermark_ms,
         # Same window: drop (event, window) pairs the old generation wrote. New window: the
-        # grids no longer line up, so split by event time at the old T_min instead.
+        # grids no longer line up, so split by event time where the written windows end.
         "window_changed": window_changed,
         "replay_after_ms": None if window_changed else restart.watermark_ms,
         "replay_from_event_ms": boundary if window_changed else None,
@@ -332,7 +315,7 @@ def plan_command(
     scan: bool = True,
     spark: Callable[[], SparkSession] | None = None,
 ) -> str:
-    session = spark or _session_factory(settings)
+    session = spark or local_session_factory(settings, purpose="upgrade")
     with _open_ledger(settings, session) as store:
         old = _live_generation(store, settings.pipeline.name)
         if old.status is GenerationStatus.PLANNED and old.plan is not None:
@@ -364,7 +347,7 @@ def apply_command(
     after_step: Callable[[str], None] = lambda step: None,
 ) -> str:
     """Apply the upgrade; ``after_step`` lets tests crash the command between steps."""
-    session = spark or _session_factory(settings)
+    session = spark or local_session_factory(settings, purpose="upgrade")
     pipeline = settings.pipeline.name
     root = absolute_uri(settings.pipeline.root)
     with _open_ledger(settings, session) as store:
@@ -484,7 +467,7 @@ def _refuse_sink_ahead(layout: GenerationLayout, state: CheckpointState) -> None
 
 def rollback_command(settings: Settings, *, spark: Callable[[], SparkSession] | None = None) -> str:
     """Go back to the previous generation, if the new one has not committed a batch."""
-    session = spark or _session_factory(settings)
+    session = spark or local_session_factory(settings, purpose="upgrade")
     pipeline = settings.pipeline.name
     root = absolute_uri(settings.pipeline.root)
     with _open_ledger(settings, session) as store:
