@@ -71,6 +71,7 @@ __all__ = [
     "flat_offsets",
     "last_written_window_end_ms",
     "plan_restart",
+    "replay_filter_bounds",
     "tighten",
 ]
 
@@ -479,6 +480,24 @@ def last_written_window_end_ms(watermark_ms: int, window: WindowSpec) -> int:
     return (watermark_ms - size) // slide * slide + size
 
 
+def replay_filter_bounds(
+    watermark_ms: int, old_window: WindowSpec, window_changed: bool, event_floor_ms: int | None
+) -> tuple[int | None, int | None]:
+    """The new generation's replay filter: (replay_after_ms, replay_from_event_ms).
+
+    Same window: drop the (event, window) pairs of windows ending at or before W, which
+    earlier generations wrote. New window: the grids no longer line up, so split in event
+    time where the written windows end (T_min for tumbling windows): every event before it
+    was counted in a written window, none after it. An event-time floor of an earlier
+    window change is carried on either way: the events before it belong to generations
+    before the old one.
+    """
+    if not window_changed:
+        return watermark_ms, event_floor_ms
+    split = last_written_window_end_ms(watermark_ms, old_window)
+    return None, split if event_floor_ms is None else max(split, event_floor_ms)
+
+
 @dataclass(frozen=True, slots=True)
 class _Boundary:
     """Offsets known at the end of one batch, and where they come from."""
@@ -522,6 +541,7 @@ def plan_restart(
     gap_batch_ids: Iterable[int] = (),
     initial_offsets: FlatOffsets | None = None,
     max_watermark_delay_ms: int | None = None,
+    written_through_ms: int | None = None,
 ) -> RestartPlan:
     """Plan the restart of a new generation after the old one's last committed batch.
 
@@ -533,6 +553,12 @@ def plan_restart(
     watermark delay any run of the old generation used (the delay may change between runs
     on one checkpoint); it bounds the events of unknown batches. The window's own delay is
     the least it can be.
+
+    ``written_through_ms`` is for an old generation that itself started from a plan: its
+    replay filter dropped every window ending at or before that time, because the
+    generation before it wrote them. W is then never taken lower than it: a generation
+    stopped early (its watermark still at its replay batch's, or a longer delay) must not
+    make the next one write those windows again.
 
     One pass over the batches: linear in their number (and in partitions per batch).
     """
@@ -548,6 +574,13 @@ def plan_restart(
     retained = {batch.batch_id: batch for batch in checkpoint.batches if batch.batch_id <= last}
     notes: list[str] = []
     watermark, final_end = _watermark_and_end(last, records, gaps, retained, notes)
+    if written_through_ms is not None and written_through_ms > watermark:
+        notes.append(
+            f"the old generation's last watermark is {_when(watermark)}, but it started from a "
+            f"plan that left every window ending at or before {_when(written_through_ms)} to "
+            f"the generation before it, which wrote them: W is {_when(written_through_ms)}"
+        )
+        watermark = written_through_ms
     t_min = earliest_open_event_ms(watermark, window)
     ledger_top = max(records, default=-1)
     initial = {key: offset for key, offset in (initial_offsets or {}).items() if offset >= 0}

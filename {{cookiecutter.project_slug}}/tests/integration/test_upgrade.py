@@ -216,6 +216,64 @@ def test_the_rate_limit_is_off_for_the_replay_batch_only(
     assert max(after) <= 10
 
 
+def test_a_second_upgrade_writes_nothing_the_first_generation_wrote(
+    spark: SparkSession, kafka_backend: kafka.KafkaBackend, tmp_path: Path
+) -> None:
+    bootstrap = kafka_backend.bootstrap_servers
+    topic = kafka.unique_topic("upgrade-twice")
+    kafka.create_topic(bootstrap, topic, 1)
+    # Minutes 0-39 in order, then a straggler from minute 28: generation 1 counts it in
+    # 10:20-10:30, and the replay for the open window 10:30-10:40 reads it again.
+    times = [BASE_MS + i * MINUTE_MS for i in range(40)] + [BASE_MS + 28 * MINUTE_MS]
+    times += [BASE_MS + i * MINUTE_MS for i in range(40, 60)]
+    events = pipelines.page_views(ARTICLES, times, partitions=1)
+    kafka.produce(bootstrap, topic, events[:41])
+    version_1 = pipelines.pipeline_settings(tmp_path, bootstrap, topic)
+    run(version_1, spark)
+    w_1 = times[39] - DELAY_MS
+
+    # Version 2 waits longer for late events. With nothing new to read, its watermark
+    # stops at 10:39 - 15 min = 10:24, below W of generation 1.
+    slower = "window.watermark_delay=15 minutes"
+    version_2 = pipelines.pipeline_settings(tmp_path, bootstrap, topic, VERSION_2, slower)
+    apply_command(version_2, accept_data_loss=False, spark=lambda: spark)
+    run(version_2, spark)
+    with open_store(version_1.ledger, spark=lambda: spark) as store:
+        last_2 = store.last_batch(version_1.pipeline.name, 2)
+    assert last_2 is not None and last_2.batch_watermark_ms == times[39] - 15 * MINUTE_MS
+
+    # Generation 3 must still drop every window ending at or before W of generation 1.
+    version_3 = pipelines.pipeline_settings(
+        tmp_path,
+        bootstrap,
+        topic,
+        slower,
+        'aggregation.metrics={"views": "count(*)", "users": "approx_count_distinct(user_id)", '
+        '"first_user": "min(user_id)"}',
+    )
+    plan = json.loads(
+        plan_command(version_3, as_json=True, accept_data_loss=False, spark=lambda: spark)
+    )["plan"]
+    assert plan["watermark_ms"] == w_1
+    assert plan["replay_filter"] == f"window.end > {w_1}"
+    apply_command(version_3, accept_data_loss=False, spark=lambda: spark)
+    kafka.produce(bootstrap, topic, events[41:])
+    run(version_3, spark)
+
+    written = [counts(output(spark, version_1, generation)) for generation in (1, 2, 3)]
+    for one, other in ((0, 1), (0, 2), (1, 2)):
+        assert not set(written[one]) & set(written[other]), (one + 1, other + 1)
+    with open_store(version_1.ledger, spark=lambda: spark) as store:
+        last = store.last_batch(version_1.pipeline.name, 3)
+    assert last is not None and last.batch_watermark_ms == times[-1] - 15 * MINUTE_MS
+    expected: Counter[tuple[int, str]] = Counter()
+    for i, event_ms in enumerate(times):
+        start = event_ms - event_ms % WINDOW_MS
+        if start + WINDOW_MS <= last.batch_watermark_ms:
+            expected[(start, ARTICLES[i % 2])] += 1
+    assert written[0] + written[1] + written[2] == expected
+
+
 @pytest.mark.parametrize("crash_after", APPLY_STEPS)
 def test_apply_killed_after_any_step_finishes_when_run_again(
     spark: SparkSession,

@@ -32,6 +32,7 @@ from {{ cookiecutter.package_name }}.planner import (
     earliest_open_event_ms,
     flat_offsets,
     plan_restart,
+    replay_filter_bounds,
     tighten,
 )
 from {{ cookiecutter.package_name }}.validation import (
@@ -112,6 +113,7 @@ def plan_of(
     gaps: tuple[int, ...] = (),
     checkpoint: CheckpointFacts | None = None,
     initial: Mapping[PartitionKey, int] | None = None,
+    written_through: int | None = None,
 ) -> RestartPlan:
     return plan_restart(
         window=window,
@@ -119,6 +121,7 @@ def plan_of(
         ledger=facts,
         gap_batch_ids=gaps,
         initial_offsets=offsets(0, 0) if initial is None else initial,
+        written_through_ms=written_through,
     )
 
 
@@ -368,6 +371,40 @@ def test_an_unknown_batch_is_bounded_by_the_largest_delay_the_generation_ran_wit
     assert "allows events up to 2024-05-01T10:32:00Z" in wider.reasons[(TOPIC, 0)]
     # The window's own delay is the least a run used: a smaller maximum changes nothing.
     assert plan(0) == plan(None)
+
+
+def test_w_is_never_below_what_the_generation_before_wrote() -> None:
+    # The old generation started from a plan with the filter window.end > 10:45, and it
+    # stopped with its own watermark at 10:30 (say, a longer delay than before). Windows
+    # ending up to 10:45 were written by the generation before it: W is 10:45, T_min 10:40,
+    # and no batch of the old generation holds an event that late.
+    plan = plan_of(HISTORY, written_through=at(45))
+    assert (plan.watermark_ms, plan.earliest_open_event_ms) == (at(45), at(40))
+    assert plan.restart_batch is None
+    assert plan.restart_offsets == offsets(360, 170)
+    assert (
+        "the old generation's last watermark is 2024-05-01T10:30:00Z, but it started from a "
+        "plan that left every window ending at or before 2024-05-01T10:45:00Z to the "
+        "generation before it, which wrote them: W is 2024-05-01T10:45:00Z"
+    ) in plan.notes
+    # A plan's W below the generation's own changes nothing.
+    assert plan_of(HISTORY, written_through=at(20)) == plan_of(HISTORY)
+
+
+@pytest.mark.parametrize(
+    ("window_changed", "floor", "expected"),
+    [
+        (False, None, (at(34), None)),  # the usual upgrade: window.end > W
+        (False, at(12), (at(34), at(12))),  # an earlier window change's split stays
+        (True, None, (None, at(30))),  # a new window: split where the written ones end
+        (True, at(31), (None, at(31))),  # ... never below an earlier split
+        (True, at(12), (None, at(30))),
+    ],
+)
+def test_the_replay_filter_carries_every_earlier_split(
+    window_changed: bool, floor: int | None, expected: tuple[int | None, int | None]
+) -> None:
+    assert replay_filter_bounds(at(34), TUMBLING, window_changed, floor) == expected
 
 
 def test_a_restart_batch_without_start_offsets_uses_the_last_known_boundary() -> None:

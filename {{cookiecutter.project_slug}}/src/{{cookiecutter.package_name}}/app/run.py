@@ -206,14 +206,13 @@ def _run_generation(
     request.echo(f"  ledger      {store.describe()}")
     if start.replay_after_ms is not None:
         request.echo(
-            f"  upgrade     started from a plan: generation {layout.generation - 1} wrote the "
+            f"  upgrade     started from a plan: earlier generations wrote the "
             f"windows ending at or before W = {iso_utc(start.replay_after_ms)}"
         )
     if start.replay_from_event_ms is not None:
         request.echo(
-            f"  upgrade     started from a plan with a new window: generation "
-            f"{layout.generation - 1} counted the events before "
-            f"{iso_utc(start.replay_from_event_ms)}"
+            f"  upgrade     started from a plan: earlier generations, with other windows, "
+            f"counted the events before {iso_utc(start.replay_from_event_ms)}"
         )
     for note in notes:
         request.echo(note)
@@ -243,7 +242,13 @@ def _run_generation(
             )
             summary.stopped_by = _wait(queries, request.stop, run_lock, on_tick=mark_plan_consumed)
             replayed = summary.stopped_by == "end of input" and queries[0].exception() is None
+            if replayed:
+                # Spark reports the query inactive a moment before it forgets its name, and a
+                # new query of that name would be refused until then: stop() waits for it.
+                queries[0].stop()
+                replayed = not request.stop.is_set() and not run_lock.lost
         if replayed:
+            first = len(queries)
             launch(AGGREGATES_QUERY, aggregates, layout.output, layout.checkpoint, trigger)
             launch(
                 QUARANTINE_QUERY,
@@ -253,10 +258,7 @@ def _run_generation(
                 trigger,
             )
             summary.stopped_by = _wait(
-                [query for query in queries if query.isActive],
-                request.stop,
-                run_lock,
-                on_tick=mark_plan_consumed,
+                queries[first:], request.stop, run_lock, on_tick=mark_plan_consumed
             )
     finally:
         try:

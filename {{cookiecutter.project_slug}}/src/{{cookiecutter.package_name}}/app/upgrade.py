@@ -156,6 +156,7 @@ def compute_plan(
         ],
         initial_offsets=_initial_offsets(old, old_layout),
         max_watermark_delay_ms=max_watermark_delay_ms(old.signature),
+        written_through_ms=_plan_number(old, "replay_after_ms"),
     )
     options = parse_options(kafka_read_options(settings.kafka))
     metadata = KafkaMetadata(
@@ -188,23 +189,24 @@ def compute_plan(
     restart_offsets, added, dropped = _align(restart.restart_offsets, subscribed, position)
     quarantine_offsets = _align(flatten(parse_offsets(quarantine)), subscribed, position)[0]
     new_layout = GenerationLayout(root, next_generation(store, old.pipeline))
-    # A new window grid starts where the old generation's written windows end: every event
-    # before that was counted in a written window, none after it (T_min for tumbling).
-    boundary = planner.last_written_window_end_ms(restart.watermark_ms, old_window)
+    replay_after, replay_from = planner.replay_filter_bounds(
+        restart.watermark_ms, old_window, window_changed, _plan_number(old, "replay_from_event_ms")
+    )
     document: dict[str, object] = {
         "pipeline": old.pipeline,
         "from_generation": old.generation,
         "to_generation": new_layout.generation,
         "last_committed_batch": restart.last_committed_batch,
         "watermark_ms": restart.watermark_ms,
-        # Same window: drop (event, window) pairs the old generation wrote. New window: the
-        # grids no longer line up, so split by event time where the written windows end.
         "window_changed": window_changed,
-        "replay_after_ms": None if window_changed else restart.watermark_ms,
-        "replay_from_event_ms": boundary if window_changed else None,
-        "replay_filter": f"event_time >= {boundary}"
-        if window_changed
-        else f"window.end > {restart.watermark_ms}",
+        "replay_after_ms": replay_after,
+        "replay_from_event_ms": replay_from,
+        "replay_filter": " and ".join(
+            [
+                *([] if replay_from is None else [f"event_time >= {replay_from}"]),
+                *([] if replay_after is None else [f"window.end > {replay_after}"]),
+            ]
+        ),
         "restart_offsets": format_offsets(unflatten(restart_offsets)),
         "quarantine_offsets": format_offsets(unflatten(quarantine_offsets)),
         "partitions_added": [f"{topic}:{number}" for topic, number in added],
@@ -219,6 +221,12 @@ def compute_plan(
         "consumed_at_ms": None,
     }
     return UpgradePlan(advice, document, restart)
+
+
+def _plan_number(record: GenerationRecord, key: str) -> int | None:
+    """An integer the plan that started ``record``'s generation holds, if any."""
+    value = None if record.plan is None else record.plan.get(key)
+    return value if type(value) is int else None
 
 
 def _new_partition_position(starting_offsets: str) -> int:
