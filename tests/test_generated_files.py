@@ -103,6 +103,7 @@ COMMON_FILES = {
     "tests/integration/test_upgrade_refusals.py",
     "tests/support/__init__.py",
     "tests/support/append_simulator.py",
+    "tests/support/background_run.py",
     "tests/support/fake_repository.py",
     "tests/support/kafka_backends.py",
     "tests/support/offset_stores.py",

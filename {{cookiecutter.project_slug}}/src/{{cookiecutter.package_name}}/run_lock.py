@@ -50,6 +50,11 @@ Mutual exclusion:
 
 The heartbeat thread never ends the process: a failed heartbeat (the store is down) is
 logged and retried; finding another token, or no file, sets ``lost``.
+
+On a local filesystem the directories the lock had to create for its file are removed
+again, while empty, when it is released or refused: a refused command leaves no trace.
+Remote stores are left as they are: object stores have no directories, and on HDFS-like
+stores an empty generation directory holds no commit, which is all that planning checks.
 """
 
 from __future__ import annotations

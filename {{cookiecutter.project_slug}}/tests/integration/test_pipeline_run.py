@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 from collections import Counter
 from collections.abc import Mapping
 from datetime import datetime
@@ -14,6 +13,7 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
+import support.background_run as background
 import support.kafka_backends as kafka
 import support.pipelines as pipelines
 import support.waiting as waiting
@@ -224,31 +224,13 @@ def test_a_stop_request_lets_the_batch_in_flight_commit(
     settings = pipelines.pipeline_settings(
         tmp_path, bootstrap, topic, "kafka.max_offsets_per_trigger=5"
     )
-    stop = threading.Event()
-    outcome: list[RunSummary | BaseException] = []
-
-    def run_until_stopped() -> None:
-        request = RunRequest(settings=settings, stop=stop, echo=lambda _: None)
-        try:
-            outcome.append(run_pipeline(request, spark))
-        except BaseException as error:  # handed to the test thread, which re-raises it
-            outcome.append(error)
-
-    runner = threading.Thread(target=run_until_stopped)
-    runner.start()
-    try:
+    with background.running(settings, spark) as job:
         waiting.wait_until(
-            lambda: outcome or len(ledger_batches(settings, spark)) >= 2,
+            lambda: job.ended or len(ledger_batches(settings, spark)) >= 2,
             timeout=120,
             message="the running pipeline never recorded two batches",
         )
-    finally:
-        stop.set()
-        runner.join(timeout=300)
-    assert not runner.is_alive(), "the run did not stop within 300 s of the stop request"
-    summary = outcome[0]
-    assert isinstance(summary, RunSummary), summary
-    assert summary.stopped_by == "stop request"
+    assert job.summary().stopped_by == "stop request"
 
     state = read_checkpoint(GenerationLayout(settings.pipeline.root, 1).checkpoint)
     ledger = ledger_batches(settings, spark)

@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 import json
-import threading
 from collections import Counter
 from pathlib import Path
 
 import pytest
 from pyspark.sql import DataFrame, SparkSession
 
+import support.background_run as background
 import support.kafka_backends as kafka
 import support.pipelines as pipelines
 import support.waiting as waiting
 from {{ cookiecutter.package_name }}.app.run import (
     RunRequest,
-    RunSummary,
     run_pipeline,
 )
 from {{ cookiecutter.package_name }}.app.upgrade import (
@@ -179,35 +178,18 @@ def test_the_rate_limit_is_off_for_the_replay_batch_only(
         with open_store(settings.ledger, spark=lambda: spark) as store:
             return [batch.input_rows for batch in store.batches(settings.pipeline.name, 2)]
 
-    stop = threading.Event()
-    outcome: list[RunSummary | BaseException] = []
-
-    def run_until_stopped() -> None:
-        try:
-            outcome.append(
-                run_pipeline(RunRequest(version_2, stop=stop, echo=lambda _: None), spark)
-            )
-        except BaseException as error:  # handed to the test thread, which re-raises it
-            outcome.append(error)
-
-    runner = threading.Thread(target=run_until_stopped)
-    runner.start()
-    try:
+    with background.running(version_2, spark) as job:
         waiting.wait_until(
-            lambda: outcome or batches(), timeout=120, message="no batch of generation 2"
+            lambda: job.ended or batches(), timeout=120, message="no batch of generation 2"
         )
         # Arrives while generation 2 runs, after its replay: read under the rate limit.
         kafka.produce(bootstrap, topic, records[60:90])
         waiting.wait_until(
-            lambda: outcome or sum(batches()) == 30 + 30,
+            lambda: job.ended or sum(batches()) == 30 + 30,
             timeout=120,
             message="generation 2 never read the 30 records produced after its replay",
         )
-    finally:
-        stop.set()
-        runner.join(timeout=300)
-    assert not runner.is_alive(), "the run did not stop within 300 s of the stop request"
-    assert isinstance(outcome[0], RunSummary), outcome[0]
+    assert job.summary().stopped_by == "stop request"
     replay, *after = [rows for rows in batches() if rows]
     # The replay (offsets 15-19 of each partition) and all 20 records that were waiting, in
     # one batch though the limit is 10; then at most 10 a batch.
