@@ -121,13 +121,8 @@ def with_history(
 ) -> dict[str, object]:
     """``signature`` as a run records it: with the history of ``recorded``, the signature
     an earlier run on the same checkpoint recorded (None for the first run)."""
-    delays = [_delay_of(signature)]
-    if recorded is not None:
-        delays.append(_delay_of(recorded))
-        history = recorded.get(HISTORY)
-        if isinstance(history, Mapping):
-            delays.append(_integer(history.get(MAX_WATERMARK_DELAY_MS)))
-    return {**signature, HISTORY: {MAX_WATERMARK_DELAY_MS: max(delays)}}
+    longest = max(_delay_of(signature), 0 if recorded is None else max_watermark_delay_ms(recorded))
+    return {**signature, HISTORY: {MAX_WATERMARK_DELAY_MS: longest}}
 
 
 def max_watermark_delay_ms(recorded: Mapping[str, object]) -> int:
