@@ -39,7 +39,7 @@ GENERATED_PROJECT_REPORT: list[str] = []
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     for line in GENERATED_PROJECT_REPORT:
-        terminalreporter.write_line(f"default project's pytest header: {line}")
+        terminalreporter.write_line(f"default project's run: {line}")
 
 
 @functools.cache

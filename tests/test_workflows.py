@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
 from conftest import ALL_COMBINATIONS, BIN_DIR, TEMPLATE_DIR, combination_id, run_tool
 
 PINNED_ACTION = re.compile(r"uses:\s*[\w.-]+/[\w.-]+@[0-9a-f]{40}\s+#\s*v\d")
@@ -37,3 +39,62 @@ def test_every_action_is_pinned_to_a_commit(root: str, default_project: Path) ->
         for line in path.read_text().splitlines():
             if "uses:" in line:
                 assert PINNED_ACTION.search(line), f"{path.name}: not pinned to a SHA: {line}"
+
+
+# The make targets that run a generated project's tests.
+TEST_TARGETS = ("make unit", "make integration", "make test")
+DSN_VARIABLE = "LEDGER_TEST_POSTGRES_DSN"
+
+
+def _runs(job: dict[str, Any]) -> list[str]:
+    return [str(step.get("run", "")).strip() for step in job.get("steps", [])]
+
+
+def _step_env(job: dict[str, Any], target: str) -> dict[str, str]:
+    env = dict(job.get("env") or {})
+    for step in job.get("steps", []):
+        if str(step.get("run", "")).strip() == target:
+            env.update(step.get("env") or {})
+    return {str(k): str(v) for k, v in env.items()}
+
+
+@pytest.mark.parametrize("combination", ALL_COMBINATIONS, ids=combination_id)
+def test_every_job_that_runs_tests_has_the_services_they_need(
+    baked_projects: dict[str, Path], combination: dict[str, str]
+) -> None:
+    project = baked_projects[combination_id(combination)]
+    jobs: dict[str, dict[str, Any]] = yaml.safe_load(
+        (project / ".github" / "workflows" / "ci.yml").read_text()
+    )["jobs"]
+    testing = {
+        (name, target): job
+        for name, job in jobs.items()
+        for target in _runs(job)
+        if target in TEST_TARGETS
+    }
+    targets = {target for _, target in testing}
+    assert "make test" in targets or {"make unit", "make integration"} <= targets, targets
+
+    # Where the tests look for PostgreSQL: read from the generated tests, not assumed.
+    reads_dsn = [
+        path.relative_to(project).as_posix()
+        for path in (project / "tests").rglob("*.py")
+        if DSN_VARIABLE in path.read_text()
+    ]
+    assert reads_dsn, f"no generated test reads {DSN_VARIABLE}"
+    for (name, target), job in testing.items():
+        uses = [str(step.get("uses", "")) for step in job.get("steps", [])]
+        # Spark runs in a JVM; the built-in connector's jars come from mvn (on the runner).
+        assert any(u.startswith("actions/setup-java@") for u in uses), f"{name}: no Java"
+        services = job.get("services") or {}
+        if combination["offset_store"] != "postgres":
+            assert "postgres" not in services, f"{name}: a PostgreSQL service nothing uses"
+            continue
+        # Every store test and every pipeline test of this project keeps its ledger there.
+        service = services.get("postgres")
+        assert service is not None, f"{name} runs `{target}` without a PostgreSQL service"
+        assert "5432:5432" in [str(p) for p in service.get("ports", [])], name
+        dsn = _step_env(job, target).get(DSN_VARIABLE, "")
+        assert dsn.startswith("postgresql://"), f"{name}: `{target}` has no {DSN_VARIABLE}"
+        password = service.get("env", {}).get("POSTGRES_PASSWORD", "")
+        assert f":{password}@127.0.0.1:5432/" in dsn, (name, dsn)

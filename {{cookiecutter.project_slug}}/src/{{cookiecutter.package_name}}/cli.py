@@ -15,7 +15,7 @@ from types import FrameType
 from pyspark.errors import PySparkException
 
 from . import __version__
-from .app import checkpoint_command, configuration, output_command, upgrade
+from .app import checkpoint_command, configuration, connector_command, output_command, upgrade
 from .app import run as running
 from .app.run import cause
 from .errors import ConfigError, PipelineError
@@ -132,6 +132,22 @@ def build_parser() -> argparse.ArgumentParser:
     checkpoint_show.add_argument("--json", action="store_true", help="print the report as JSON")
     checkpoint_show.set_defaults(handler=_checkpoint_show)
 
+    connector = commands.add_parser(
+        "connector",
+        help="the built-in Kafka connector's jars",
+        description="Spark's built-in Kafka connector is not on PyPI; its jars come from Maven.",
+    )
+    connector_commands = connector.add_subparsers(dest="connector_command", metavar="COMMAND")
+    connector_commands.required = True
+    connector_fetch = connector_commands.add_parser(
+        "fetch",
+        help="resolve the connector's jars with mvn into a per-user cache, and list them",
+        description=CONNECTOR_FETCH_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    connector_fetch.add_argument("--json", action="store_true", help="print the list as JSON")
+    connector_fetch.set_defaults(handler=_connector_fetch)
+
     upgrade_parser = commands.add_parser(
         "upgrade",
         help="move the pipeline onto a new checkpoint without losing or repeating a window",
@@ -231,6 +247,21 @@ examples:
 """
 
 
+CONNECTOR_FETCH_DESCRIPTION = f"""\
+Resolve org.apache.spark:spark-sql-kafka-0-10_2.13 at the installed pyspark's exact version,
+with its runtime dependencies, using mvn (its own settings: ~/.m2/settings.xml for mirrors
+and proxies), into a per-user cache ($JAR_CACHE_DIR, else ~/.cache/pyspark-kafka-upgrade/jars).
+A run with kafka.connector = "builtin" does this by itself on first use; this command does it
+ahead of time and prints the jars Spark does not already ship, for spark-submit --jars or
+SPARK_KAFKA_JARS on a machine without Maven.
+
+examples:
+  {PROG} connector fetch
+  export SPARK_KAFKA_JARS=$({PROG} connector fetch --json | python3 -c \\
+      'import json,sys; print(",".join(json.load(sys.stdin)["jars"]))')
+"""
+
+
 RUN_DESCRIPTION = """\
 Run the pipeline's current generation: Kafka -> windowed aggregates (append mode) into the
 generation's output directory, malformed records into its quarantine directory, and one
@@ -269,6 +300,10 @@ def _checkpoint_show(args: argparse.Namespace, loaded: LoadedSettings) -> str:
         sink=args.sink,
         as_json=args.json,
     )
+
+
+def _connector_fetch(args: argparse.Namespace, loaded: LoadedSettings) -> str:
+    return connector_command.fetch_command(as_json=args.json)
 
 
 def _output_show(args: argparse.Namespace, loaded: LoadedSettings) -> str:

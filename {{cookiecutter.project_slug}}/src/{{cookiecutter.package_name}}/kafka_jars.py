@@ -1,34 +1,30 @@
 """Where the built-in Kafka connector's jars come from, checked before Spark starts.
 
-PyPI's pyspark ships no Kafka connector. Spark either resolves it with Ivy from Maven
-Central (``spark.jars.packages``), or loads local jars named in ``SPARK_KAFKA_JARS`` (for
-machines that cannot reach Maven). Both fail late and obscurely when wrong: Ivy without a
-network prints a resolution report and the JVM exits, or hangs for as long as a stalled
-repository keeps the connection open; a connector of another Spark version loads and then
-fails at the first batch with ``NoSuchMethodError``. So both are checked here, up front.
+PyPI's pyspark ships no Kafka connector. Its jars come from ``SPARK_KAFKA_JARS`` (paths the
+user lists), else from Maven: ``mvn`` resolves
+``org.apache.spark:spark-sql-kafka-0-10_2.13:<pyspark version>`` once into a per-user cache
+(:mod:`.maven`), and the session loads them with ``spark.jars``. Spark's own Ivy
+(``spark.jars.packages``) is not used: it has no network timeouts, so a repository that
+stops answering hangs the job at start, and it reports failures as a resolution dump
+followed by a JVM that exits. Both sources are checked here, up front: a connector of
+another Spark version loads and then fails at the first batch with ``NoSuchMethodError``.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import urllib.error
-import urllib.parse
-import urllib.request
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+import pyspark
+
+from . import maven
 from .errors import PipelineError
 
 SPARK_KAFKA_JARS = "SPARK_KAFKA_JARS"
 KAFKA_PROVIDER_CLASS = "org.apache.spark.sql.kafka010.KafkaSourceProvider"
 CONNECTOR_ARTIFACT = "spark-sql-kafka-0-10_2.13"
-MAVEN_CENTRAL = "https://repo1.maven.org/maven2/"
-# Spark's Ivy uses this instead of Maven Central when set (a company mirror).
-ARTIFACT_REPOSITORY_ENV = "DEFAULT_ARTIFACT_REPOSITORY"
-# Spark 4's Ivy home below the user's home; spark.jars.ivy chooses another.
-IVY_DIR_NAME = ".ivy2.5.2"
-PROBE_TIMEOUT_S = 5.0
 
 # The four jars the connector needs, recognised by file name. Only the two Spark jars carry
 # Spark's version; kafka-clients and commons-pool2 have their own.
@@ -37,14 +33,15 @@ _REQUIRED_JARS = (*_SPARK_VERSIONED_JARS, "kafka-clients", "commons-pool2")
 _JAR_NAME = re.compile(
     r"(?P<artifact>" + "|".join(map(re.escape, _REQUIRED_JARS)) + r")-(?P<version>.+)\.jar"
 )
+# "scala-library-2.13.15.jar" -> "scala-library": the artifact a jar file is named after.
+_ARTIFACT_OF = re.compile(r"^(?P<artifact>.+?)-\d[^-]*(?:-[A-Za-z][\w.]*)?\.jar$")
 
 ADVICE = (
-    "let this machine reach Maven Central (or a mirror: spark.jars.repositories or "
-    f"{ARTIFACT_REPOSITORY_ENV}), or set {SPARK_KAFKA_JARS} to the four connector jars "
-    '(see README, "Connectors"), or set kafka.connector = "python"'
+    "install Maven (mvn) where it can reach its repository (mirrors and proxies go in "
+    f"~/.m2/settings.xml), or run `{__package__} connector fetch` on a machine that can and set "
+    f'{SPARK_KAFKA_JARS} to the four jars it lists (README, "Connectors"), '
+    'or set kafka.connector = "python"'
 )
-
-Probe = Callable[[str, float], str | None]
 
 
 class ConnectorUnavailableError(PipelineError):
@@ -57,11 +54,82 @@ def connector_package(spark_version: str) -> str:
 
 
 def builtin_connector_conf(spark_version: str, env: Mapping[str, str]) -> dict[str, str]:
-    """``spark.jars`` from ``SPARK_KAFKA_JARS`` when it is set, else ``spark.jars.packages``."""
+    """``spark.jars`` from ``SPARK_KAFKA_JARS`` when it is set, else from the Maven cache.
+
+    Reads files only; :func:`fetch_connector_jars` fills the cache.
+
+    Raises:
+        ConnectorUnavailableError: the listed jars are wrong, or nothing is cached yet.
+    """
     listed = env.get(SPARK_KAFKA_JARS, "").strip()
     if listed:
         return {"spark.jars": ",".join(local_connector_jars(listed, spark_version))}
-    return {"spark.jars.packages": connector_package(spark_version)}
+    cached = maven.cached_jars([connector_package(spark_version)], env)
+    if not cached:
+        raise ConnectorUnavailableError(
+            f"the built-in Kafka connector {connector_package(spark_version)} has not been "
+            f"resolved on this machine yet; {ADVICE}"
+        )
+    return {"spark.jars": ",".join(connector_jars_of(cached, spark_version))}
+
+
+def fetch_connector_jars(
+    spark_version: str | None = None,
+    env: Mapping[str, str] | None = None,
+    *,
+    timeout_s: float = maven.DEFAULT_TIMEOUT_S,
+    progress: maven.Progress | None = None,
+) -> list[str]:
+    """The connector's jars for ``spark_version``: listed, cached, or resolved now with mvn.
+
+    Raises:
+        ConnectorUnavailableError: Maven is missing or failed (its command and first error
+            are quoted), or the listed jars are wrong.
+    """
+    env = os.environ if env is None else env
+    version = spark_version or pyspark.__version__
+    listed = env.get(SPARK_KAFKA_JARS, "").strip()
+    if listed:
+        return local_connector_jars(listed, version)
+    try:
+        resolved = maven.runtime_jars(
+            [connector_package(version)], env=env, timeout_s=timeout_s, progress=progress
+        )
+    except maven.MavenError as error:
+        raise ConnectorUnavailableError(
+            f"the built-in Kafka connector {connector_package(version)} could not be "
+            f"resolved: {error}; {ADVICE}"
+        ) from None
+    return connector_jars_of(resolved, version)
+
+
+def connector_jars_of(resolved: Sequence[Path], spark_version: str) -> list[str]:
+    """The resolved jars Spark does not already ship, checked like ``SPARK_KAFKA_JARS``.
+
+    The connector's runtime closure also holds scala-library, hadoop-client and others that
+    pyspark has in its own ``jars/``; a second copy of those on the classpath, in another
+    version, is how class conflicts start.
+    """
+    shipped = spark_shipped_artifacts()
+    extra = [
+        path for path in resolved if _artifact(path.name) not in shipped or _required(path.name)
+    ]
+    return local_connector_jars(",".join(map(str, extra)), spark_version)
+
+
+def spark_shipped_artifacts() -> frozenset[str]:
+    """The artifact names of the jars in the installed pyspark's ``jars/`` directory."""
+    jars_dir = Path(pyspark.__file__).parent / "jars"
+    return frozenset(_artifact(path.name) for path in jars_dir.glob("*.jar"))
+
+
+def _artifact(name: str) -> str:
+    match = _ARTIFACT_OF.match(name)
+    return match["artifact"] if match else name
+
+
+def _required(name: str) -> bool:
+    return _JAR_NAME.fullmatch(name) is not None
 
 
 def local_connector_jars(listed: str, spark_version: str) -> list[str]:
@@ -97,74 +165,6 @@ def local_connector_jars(listed: str, spark_version: str) -> list[str]:
     return [str(path.resolve()) for path in paths]
 
 
-def repositories(conf: Mapping[str, str], env: Mapping[str, str]) -> list[str]:
-    """The remote repositories Spark's Ivy would download the connector from."""
-    extra = [r.strip() for r in conf.get("spark.jars.repositories", "").split(",") if r.strip()]
-    return [env.get(ARTIFACT_REPOSITORY_ENV, "").strip() or MAVEN_CENTRAL, *extra]
-
-
-def is_cached(spark_version: str, conf: Mapping[str, str]) -> bool:
-    """Whether Ivy can find the connector without the network (an earlier download)."""
-    name = f"{CONNECTOR_ARTIFACT}-{spark_version}.jar"
-    ivy_dir = Path(conf.get("spark.jars.ivy", "").strip() or Path.home() / IVY_DIR_NAME)
-    m2 = Path.home() / ".m2" / "repository" / "org" / "apache" / "spark"
-    candidates = (
-        ivy_dir / "cache" / "org.apache.spark" / CONNECTOR_ARTIFACT / "jars" / name,
-        m2 / CONNECTOR_ARTIFACT / spark_version / name,
-    )
-    return any(candidate.is_file() for candidate in candidates)
-
-
-def require_reachable_repository(
-    spark_version: str,
-    conf: Mapping[str, str],
-    env: Mapping[str, str] | None = None,
-    probe: Probe | None = None,
-) -> None:
-    """Refuse quickly when Ivy would have nowhere to download the connector from.
-
-    Spark's Ivy sets no network timeouts: with the repository's address unresolvable it
-    fails within seconds, but against a repository that accepts the connection and never
-    answers it waits indefinitely. A short probe here bounds both cases.
-    """
-    env = os.environ if env is None else env
-    probe = probe_repository if probe is None else probe
-    if "spark.jars.ivySettings" in conf or is_cached(spark_version, conf):
-        return  # resolvers of the user's own choosing, or no download needed
-    failures = []
-    for repository in repositories(conf, env):
-        reason = probe(repository, PROBE_TIMEOUT_S)
-        if reason is None:
-            return
-        failures.append(f"{repository} ({reason})")
-    raise ConnectorUnavailableError(
-        f"the built-in Kafka connector {connector_package(spark_version)} is not cached and "
-        f"cannot be downloaded: no answer from {'; '.join(failures)}; {ADVICE}"
-    )
-
-
-def probe_repository(url: str, timeout_s: float) -> str | None:
-    """None when ``url`` answers at all (any HTTP status), else why it did not."""
-    if url.startswith("file:"):
-        path = Path(urllib.request.url2pathname(urllib.parse.urlparse(url).path))
-        return None if path.is_dir() else f"{path} is not a directory"
-    try:
-        with urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=timeout_s):
-            return None
-    except urllib.error.HTTPError:
-        return None  # the server answered; Ivy will get as far as asking for the files
-    except urllib.error.URLError as error:
-        return str(error.reason)
-    except (TimeoutError, OSError, ValueError) as error:
-        return str(error) or type(error).__name__
-
-
 def describe_jars(conf: Mapping[str, str]) -> str:
-    """Where the connector was to come from, for error messages."""
-    if "spark.jars.packages" in conf:
-        return f"spark.jars.packages={conf['spark.jars.packages']}"
-    return f"{SPARK_KAFKA_JARS} ({', '.join(_names(conf.get('spark.jars', '').split(',')))})"
-
-
-def _names(paths: Sequence[str]) -> list[str]:
-    return [Path(path).name for path in paths if path]
+    """The connector jars a session was given, for error messages."""
+    return ", ".join(Path(path).name for path in conf.get("spark.jars", "").split(",") if path)

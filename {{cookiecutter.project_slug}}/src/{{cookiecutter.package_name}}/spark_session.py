@@ -26,11 +26,10 @@ from .errors import PipelineError
 from .kafka_jars import (
     ADVICE,
     KAFKA_PROVIDER_CLASS,
-    SPARK_KAFKA_JARS,
     ConnectorUnavailableError,
     builtin_connector_conf,
     describe_jars,
-    require_reachable_repository,
+    fetch_connector_jars,
 )
 from .settings import Settings
 
@@ -54,16 +53,17 @@ def build_spark_session(
 ) -> SparkSession:
     """Check the machine, start (or join) the SparkSession, and check the Kafka connector.
 
-    ``extra_conf`` wins over what this function sets, except that ``spark.jars`` and
-    ``spark.jars.packages`` are merged with the connector's.
+    ``extra_conf`` wins over what this function sets, except that ``spark.jars`` is merged
+    with the connector's.
     """
+    builtin = settings.kafka.connector == "builtin"
+    check_java()
+    if builtin:
+        # Resolved with Maven on first use (a progress line on stderr), from the cache after.
+        fetch_connector_jars(pyspark.__version__)
     conf = spark_conf(settings, extra_conf=extra_conf)
     python = conf["spark.pyspark.python"]
     check_pyarrow(python)
-    check_java()
-    builtin = settings.kafka.connector == "builtin"
-    if builtin and not os.environ.get(SPARK_KAFKA_JARS, "").strip():
-        require_reachable_repository(pyspark.__version__, conf)
     # Python data sources start their workers with PYSPARK_PYTHON from the JVM's
     # environment, not with spark.pyspark.python (measured); without it they run whatever
     # "python3" is first on PATH and die with "Python worker exited unexpectedly".
@@ -74,7 +74,7 @@ def build_spark_session(
         builder = builder.master(master)
     for key, value in conf.items():
         builder = builder.config(key, value)
-    session = _start(builder, conf if builtin else None)
+    session = _start(builder)
     if builtin:
         _require_kafka_provider(session, conf, already_running=already_running)
     return session
@@ -210,17 +210,12 @@ def parse_java_version(output: str) -> int | None:
     return int(major) if major.isdigit() else None
 
 
-def _start(builder: SparkSession.Builder, builtin_conf: Mapping[str, str] | None) -> SparkSession:
+def _start(builder: SparkSession.Builder) -> SparkSession:
     try:
         return builder.getOrCreate()
     except PySparkRuntimeError as error:
         if error.getCondition() != "JAVA_GATEWAY_EXITED":
             raise
-        if builtin_conf is not None and "spark.jars.packages" in builtin_conf:
-            raise ConnectorUnavailableError(
-                "Spark's JVM exited at startup, most likely because Ivy could not resolve "
-                f"{describe_jars(builtin_conf)} (its report is printed above); {ADVICE}"
-            ) from None
         raise SparkEnvironmentError(
             "Spark's JVM exited at startup (its output is printed above); check the spark.* "
             "settings passed to the session"
@@ -243,7 +238,7 @@ def _require_kafka_provider(
         )
     session.stop()
     raise ConnectorUnavailableError(
-        f"Spark started, but {KAFKA_PROVIDER_CLASS} is not loadable from "
+        f"Spark started, but {KAFKA_PROVIDER_CLASS} is not loadable from the jars "
         f"{describe_jars(conf)}; {ADVICE}"
     )
 

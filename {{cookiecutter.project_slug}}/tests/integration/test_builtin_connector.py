@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -26,6 +25,7 @@ import pytest
 # A straight import sorts before the package's from-imports whatever the package is named.
 import support.fake_repository as fake_repository
 import support.kafka_backends as backends
+import support.spark
 from {{ cookiecutter.package_name }}.errors import (
     PipelineError,
 )
@@ -45,14 +45,7 @@ PROJECT = Path(__file__).resolve().parents[2]
 SPARK_VERSION = pyspark.__version__
 RESULT_PREFIX = "CHILD-RESULT "
 # The advice every refusal must give, whichever way the connector could not be loaded.
-ADVICE_PARTS = ("Maven Central", "SPARK_KAFKA_JARS", 'kafka.connector = "python"')
-ENABLE_COMPARISON = (
-    "SPARK_KAFKA_JARS is not set, so the built-in connector cannot be loaded here; to compare "
-    "it with the pip-only source, set SPARK_KAFKA_JARS to the comma-separated paths of "
-    f"spark-sql-kafka-0-10_2.13-{SPARK_VERSION}.jar, "
-    f"spark-token-provider-kafka-0-10_2.13-{SPARK_VERSION}.jar, kafka-clients-<version>.jar "
-    "and commons-pool2-<version>.jar (README, section Connectors)"
-)
+ADVICE_PARTS = ("mvn", "connector fetch", "SPARK_KAFKA_JARS", 'kafka.connector = "python"')
 PARTITIONS = 3
 RECORD_COUNT = 40
 BASE_TIMESTAMP_MS = int(datetime(2021, 6, 1, 8, 0, tzinfo=UTC).timestamp() * 1000)
@@ -70,54 +63,50 @@ SPARK_CONF = {
 
 
 @pytest.fixture
-def refusing_port() -> Iterator[int]:
-    """A local port that refuses connections while the test runs: bound, never listening."""
-    with socket.socket() as reserved:
-        reserved.bind(("127.0.0.1", 0))
-        yield reserved.getsockname()[1]
-
-
-@pytest.fixture
 def empty_repository() -> Iterator[str]:
     with fake_repository.empty_maven_repository() as url:
         yield url
 
 
-def test_unreachable_repository_is_refused_before_spark_starts(
-    refusing_port: int, tmp_path: Path
-) -> None:
-    # Where Maven Central is unreachable its name usually does not resolve, and Ivy fails
-    # in seconds; a repository that accepts connections and never answers hangs it for
-    # good. The check before the JVM starts bounds both to the probe's timeout.
-    env = {"DEFAULT_ARTIFACT_REPOSITORY": f"http://127.0.0.1:{refusing_port}/maven2/"}
+def test_no_maven_is_refused_before_spark_starts(tmp_path: Path) -> None:
+    env = {"MVN": "", "JAR_CACHE_DIR": str(tmp_path / "cache")}
 
-    result = run_child(["start", str(tmp_path / "ivy")], tmp_path, env=env, timeout=120)
+    result = run_child(["start"], tmp_path, env=env, timeout=120)
 
     assert result["error"] == "ConnectorUnavailableError", result
     message = result["message"]
     assert f"org.apache.spark:spark-sql-kafka-0-10_2.13:{SPARK_VERSION}" in message
-    assert f"127.0.0.1:{refusing_port}" in message
+    assert "no `mvn` on PATH" in message
     for part in ADVICE_PARTS:
         assert part in message
+    assert "\n" not in message
     assert result["seconds"] < 10
 
 
-def test_repository_without_the_connector_is_refused_once_ivy_gives_up(
+def test_a_repository_without_the_connector_is_refused_with_mavens_reason(
     empty_repository: str, tmp_path: Path
 ) -> None:
-    env = {"DEFAULT_ARTIFACT_REPOSITORY": empty_repository}
+    # The real mvn, with a user settings file whose mirror is an empty repository on
+    # 127.0.0.1 and an empty local repository: Maven itself fails to resolve.
+    home = tmp_path / "home"
+    (home / ".m2").mkdir(parents=True)
+    (home / ".m2" / "settings.xml").write_text(
+        "<settings><mirrors><mirror><id>empty</id><mirrorOf>*</mirrorOf>"
+        f"<url>{empty_repository}</url></mirror></mirrors></settings>\n"
+    )
+    # Maven finds settings and its local repository below the JVM's user.home, not $HOME.
+    env = {"MAVEN_OPTS": f"-Duser.home={home}", "JAR_CACHE_DIR": str(tmp_path / "cache")}
 
-    result = run_child(["start", str(tmp_path / "ivy")], tmp_path, env=env, timeout=180)
+    result = run_child(["start"], tmp_path, env=env, timeout=300)
 
     assert result["error"] == "ConnectorUnavailableError", result
     message = result["message"]
-    assert "Ivy could not resolve" in message
-    assert f"spark.jars.packages=org.apache.spark:spark-sql-kafka-0-10_2.13:{SPARK_VERSION}" in (
-        message
-    )
+    assert f"org.apache.spark:spark-sql-kafka-0-10_2.13:{SPARK_VERSION}" in message
+    assert "dependency:copy-dependencies" in message  # the command that was tried
+    assert "exited 1" in message
     for part in ADVICE_PARTS:
         assert part in message
-    assert result["seconds"] < 60
+    assert not list((tmp_path / "cache").glob("*/jars.txt")), "a failed resolution was cached"
 
 
 def test_local_jars_without_the_connector_classes_are_refused(tmp_path: Path) -> None:
@@ -135,7 +124,7 @@ def test_local_jars_without_the_connector_classes_are_refused(tmp_path: Path) ->
         write_empty_jar(jar)
     env = {"SPARK_KAFKA_JARS": ",".join(map(str, jars))}
 
-    result = run_child(["start", str(tmp_path / "ivy")], tmp_path, env=env, timeout=180)
+    result = run_child(["start"], tmp_path, env=env, timeout=180)
 
     assert result["error"] == "ConnectorUnavailableError", result
     message = result["message"]
@@ -205,8 +194,7 @@ def expected_rows(
 def test_both_connectors_read_identical_dataframes(
     request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
-    if not os.environ.get("SPARK_KAFKA_JARS", "").strip():
-        pytest.skip(ENABLE_COMPARISON)
+    support.spark.skip_unless_builtin_jars_can_be_had()
     # Requested only now, so that a skipped comparison starts no broker.
     backend: backends.KafkaBackend = request.getfixturevalue("kafka_backend")
     topic = backends.unique_topic("connector-parity")
@@ -242,11 +230,11 @@ def run_child(
 ) -> dict[str, Any]:
     """Run this file as a script and return the result it printed.
 
-    ``SPARK_KAFKA_JARS`` is passed on only when ``env`` names it, so a test that wants the
+    ``SPARK_KAFKA_JARS`` is passed on only to the comparison, so a test that wants the
     connector unavailable cannot be undone by the caller's environment.
     """
     child_env = {k: v for k, v in os.environ.items() if k != "SPARK_KAFKA_JARS"}
-    if args[0] == "compare":
+    if args[0] == "compare" and "SPARK_KAFKA_JARS" in os.environ:
         child_env["SPARK_KAFKA_JARS"] = os.environ["SPARK_KAFKA_JARS"]
     child_env.update(env or {})
     paths = [str(PROJECT / "src"), str(PROJECT / "tests"), child_env.get("PYTHONPATH", "")]
@@ -279,7 +267,7 @@ def _report(result: Mapping[str, Any]) -> None:
     print(RESULT_PREFIX + json.dumps(result), flush=True)
 
 
-def _child_start(ivy_dir: str) -> None:
+def _child_start() -> None:
     settings = load_settings(env={}, overrides=["kafka.connector=builtin"]).settings
     started = time.monotonic()
     try:
@@ -287,7 +275,7 @@ def _child_start(ivy_dir: str) -> None:
             settings,
             app_name="builtin-connector-check",
             master="local[1]",
-            extra_conf={**SPARK_CONF, "spark.jars.ivy": ivy_dir},
+            extra_conf=SPARK_CONF,
         )
     except PipelineError as error:
         seconds = time.monotonic() - started
@@ -352,7 +340,7 @@ def _plain(value: object) -> object:
 
 def _child(args: list[str]) -> int:
     if args[0] == "start":
-        _child_start(args[1])
+        _child_start()
     elif args[0] == "compare":
         _child_compare(args[1], args[2], args[3])
     else:

@@ -10,22 +10,20 @@ from pathlib import Path
 import pytest
 
 import support.kafka_backends as kafka
+import support.spark
 
 DEMO = Path(__file__).resolve().parents[2] / "demo" / "upgrade_demo.py"
 
 
 @pytest.mark.integration
-@pytest.mark.parametrize("connector", ["python", "builtin"])
+# The connector the session tests (KAFKA_CONNECTOR): CI runs the suite once per connector,
+# so the demo is played on each without running twice in one suite.
+@pytest.mark.parametrize("connector", [support.spark.test_connector()])
 def test_the_demo_upgrades_without_loss_and_says_so(
     request: pytest.FixtureRequest, tmp_path: Path, connector: str
 ) -> None:
-    if connector == "builtin" and not os.environ.get("SPARK_KAFKA_JARS", "").strip():
-        # Both connectors must give the same generations; the check proves it for each.
-        pytest.skip(
-            "SPARK_KAFKA_JARS is not set, so the upgrade cannot be played on the built-in "
-            "connector here; set it to the connector's four jars (README, section "
-            "Connectors) to run it"
-        )
+    if connector == "builtin":
+        support.spark.skip_unless_builtin_jars_can_be_had()
     # Requested only now, so that a skipped run starts no broker.
     backend: kafka.KafkaBackend = request.getfixturevalue("kafka_backend")
     work = tmp_path / "demo"

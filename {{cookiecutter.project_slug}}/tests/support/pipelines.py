@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import support.kafka_backends as kafka
+import support.spark
 from {{ cookiecutter.package_name }}.ledger.opening import (
     installed_stores,
 )
@@ -46,6 +47,7 @@ def pipeline_overrides(tmp_path: Path, bootstrap: str, topic: str, *overrides: s
         "window.slide=",
         "window.watermark_delay=5 minutes",
         "sink.trigger_interval=1 second",
+        f"kafka.connector={support.spark.test_connector()}",
         *ledger_overrides(tmp_path),
     ]
     return [*base, *overrides]

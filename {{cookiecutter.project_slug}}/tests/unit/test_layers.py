@@ -27,6 +27,7 @@ LAYERS: dict[str, int] = {
     "transformations": 1,
     "settings": 2,
     "ledger": 2,
+    "maven": 2,
     "kafka_jars": 2,
     "spark_session": 2,
     "source": 2,

@@ -1,28 +1,25 @@
 """What the job's SparkSession is configured with, and the checks made before the JVM starts.
 
-None of these start Spark: the confs are built by a pure function, and Java, pyarrow and the
-Maven repository are reached through injected runners and probes.
+None of these start Spark: the confs are built by a pure function from the environment and
+the jar cache, and Java and pyarrow are reached through injected runners.
 """
 
 from __future__ import annotations
 
-import socket
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import pyspark
 import pytest
 
-import support.fake_repository as fake_repository
 from {{ cookiecutter.package_name }} import (
+    maven,
     spark_session,
 )
 from {{ cookiecutter.package_name }}.kafka_jars import (
-    MAVEN_CENTRAL,
     ConnectorUnavailableError,
-    probe_repository,
-    require_reachable_repository,
+    connector_package,
 )
 from {{ cookiecutter.package_name }}.settings import (
     Settings,
@@ -97,19 +94,48 @@ def test_python_connector_needs_no_jars_and_runs_workers_on_this_interpreter() -
     assert conf == {"spark.sql.session.timeZone": "UTC", "spark.pyspark.python": sys.executable}
 
 
-def test_builtin_connector_defaults_to_the_package_of_the_running_spark() -> None:
-    conf = spark_conf(settings_with("builtin"), env={})
+def cached_connector(cache: Path, version: str = SPARK_VERSION) -> list[Path]:
+    """A complete cache entry as `mvn` leaves it: the four jars plus one Spark ships itself."""
+    entry = cache / maven.entry_name([connector_package(version)])
+    jars = connector_jars(entry, version)
+    (entry / "scala-library-2.13.15.jar").write_bytes(b"")
+    names = sorted(path.name for path in entry.glob("*.jar"))
+    (entry / maven.MANIFEST).write_text("\n".join(names) + "\n")
+    return jars
 
-    assert conf["spark.jars.packages"] == COORDINATE
-    assert "spark.jars" not in conf
+
+def test_builtin_connector_loads_the_jars_maven_resolved(tmp_path: Path) -> None:
+    jars = cached_connector(tmp_path / "cache")
+
+    conf = spark_conf(settings_with("builtin"), env={"JAR_CACHE_DIR": str(tmp_path / "cache")})
+
+    # scala-library is in pyspark's own jars/: a second copy would be a class conflict.
+    assert sorted(conf["spark.jars"].split(",")) == sorted(str(jar.resolve()) for jar in jars)
+    assert "spark.jars.packages" not in conf
 
 
-def test_the_callers_packages_are_kept_beside_the_connector() -> None:
-    extra = {"spark.jars.packages": "io.delta:delta-spark_2.13:4.0.0"}
+def test_builtin_connector_not_resolved_yet_is_refused_with_advice(tmp_path: Path) -> None:
+    with pytest.raises(ConnectorUnavailableError) as raised:
+        spark_conf(settings_with("builtin"), env={"JAR_CACHE_DIR": str(tmp_path / "empty")})
 
-    conf = spark_conf(settings_with("builtin"), extra_conf=extra, env={})
+    message = str(raised.value)
+    assert COORDINATE in message
+    assert "connector fetch" in message
+    assert "SPARK_KAFKA_JARS" in message
+    assert 'kafka.connector = "python"' in message
 
-    assert conf["spark.jars.packages"] == f"io.delta:delta-spark_2.13:4.0.0,{COORDINATE}"
+
+def test_the_callers_jars_are_kept_beside_the_connector(tmp_path: Path) -> None:
+    jars = cached_connector(tmp_path / "cache")
+    extra = {"spark.jars": "/opt/jars/delta-spark_2.13-4.0.0.jar"}
+
+    conf = spark_conf(
+        settings_with("builtin"), extra_conf=extra, env={"JAR_CACHE_DIR": str(tmp_path / "cache")}
+    )
+
+    listed = conf["spark.jars"].split(",")
+    assert listed[0] == "/opt/jars/delta-spark_2.13-4.0.0.jar"
+    assert sorted(listed[1:]) == sorted(str(jar.resolve()) for jar in jars)
 
 
 def test_an_interpreter_the_user_chose_is_kept() -> None:
@@ -172,98 +198,6 @@ def test_every_one_of_the_four_jars_is_required(tmp_path: Path) -> None:
     assert f"spark-token-provider-kafka-0-10_2.13-{SPARK_VERSION}.jar" in message
     assert "kafka-clients-<version>.jar" in message
     assert "commons-pool2" in message
-
-
-# --- the Maven repository -------------------------------------------------------------------
-
-
-class Probes:
-    """A fake probe: the listed repositories answer, every other one is unreachable."""
-
-    def __init__(self, answering: Sequence[str] = ()) -> None:
-        self.answering = set(answering)
-        self.asked: list[str] = []
-
-    def __call__(self, url: str, timeout_s: float) -> str | None:
-        self.asked.append(url)
-        return None if url in self.answering else "Name or service not known"
-
-
-def test_an_unreachable_repository_is_refused_with_advice(tmp_path: Path) -> None:
-    probes = Probes()
-    conf = {"spark.jars.ivy": str(tmp_path / "ivy")}
-
-    with pytest.raises(ConnectorUnavailableError) as raised:
-        require_reachable_repository(SPARK_VERSION, conf, env={}, probe=probes)
-
-    message = str(raised.value)
-    assert probes.asked == [MAVEN_CENTRAL]
-    assert COORDINATE in message
-    assert f"{MAVEN_CENTRAL} (Name or service not known)" in message
-    assert "SPARK_KAFKA_JARS" in message
-    assert 'kafka.connector = "python"' in message
-
-
-def test_a_mirror_or_an_extra_repository_that_answers_is_enough(tmp_path: Path) -> None:
-    probes = Probes(answering=["https://mirror.example/maven/"])
-    conf = {
-        "spark.jars.ivy": str(tmp_path / "ivy"),
-        "spark.jars.repositories": "https://mirror.example/maven/",
-    }
-    env = {"DEFAULT_ARTIFACT_REPOSITORY": "https://artifacts.example/central/"}
-
-    require_reachable_repository(SPARK_VERSION, conf, env=env, probe=probes)
-
-    assert probes.asked == ["https://artifacts.example/central/", "https://mirror.example/maven/"]
-
-
-def test_a_connector_in_the_ivy_cache_needs_no_network(tmp_path: Path) -> None:
-    name = f"spark-sql-kafka-0-10_2.13-{SPARK_VERSION}.jar"
-    cached = tmp_path / "ivy" / "cache" / "org.apache.spark" / "spark-sql-kafka-0-10_2.13"
-    (cached / "jars").mkdir(parents=True)
-    (cached / "jars" / name).write_bytes(b"")
-    probes = Probes()
-
-    require_reachable_repository(
-        SPARK_VERSION, {"spark.jars.ivy": str(tmp_path / "ivy")}, env={}, probe=probes
-    )
-
-    assert probes.asked == []
-
-
-def test_own_ivy_settings_are_not_second_guessed() -> None:
-    probes = Probes()
-
-    require_reachable_repository(
-        SPARK_VERSION, {"spark.jars.ivySettings": "/etc/ivysettings.xml"}, env={}, probe=probes
-    )
-
-    assert probes.asked == []
-
-
-def test_probe_reports_a_closed_port_quickly() -> None:
-    with socket.socket() as reserved:
-        reserved.bind(("127.0.0.1", 0))  # bound but not listening: connections are refused
-        port = reserved.getsockname()[1]
-
-        reason = probe_repository(f"http://127.0.0.1:{port}/maven2/", 2.0)
-
-    assert reason is not None
-
-
-@pytest.fixture
-def answering_server() -> Iterator[str]:
-    with fake_repository.empty_maven_repository() as url:
-        yield url
-
-
-def test_probe_counts_any_http_answer_as_reachable(answering_server: str) -> None:
-    assert probe_repository(answering_server, 2.0) is None
-
-
-def test_probe_accepts_an_existing_local_directory(tmp_path: Path) -> None:
-    assert probe_repository(tmp_path.as_uri() + "/", 1.0) is None
-    assert probe_repository((tmp_path / "none").as_uri() + "/", 1.0) is not None
 
 
 # --- Java -----------------------------------------------------------------------------------
