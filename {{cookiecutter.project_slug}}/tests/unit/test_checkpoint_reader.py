@@ -206,7 +206,10 @@ def test_a_checkpoint_spark_wrote_reads_as_spark_reports_it(
         # ... and the previous commit's nextBatchWatermarkMs.
         assert entry.batch_watermark_ms == (expected_next[batch - 1] if batch else 0)
         assert entry.batch_timestamp_ms > 0
-        assert entry.conf["spark.sql.shuffle.partitions"] == "1"
+        assert entry.conf["spark.sql.streaming.aggregation.stateFormatVersion"] == "2"
+        if log_version == 1:
+            # Spark 4.2's offset log v2 leaves the shuffle partitions out of its conf.
+            assert entry.conf["spark.sql.shuffle.partitions"] == "1"
         (source,) = entry.sources
         assert source.source_id == "0"
         assert not source.is_kafka
