@@ -73,8 +73,9 @@ Next steps:
   make test           # lint, type checks, unit and Kafka integration tests
   .venv/bin/{package} --help
 
-Kafka for the integration tests: Testcontainers when Docker runs, otherwise a local
-broker from PyPI; KAFKA_BOOTSTRAP_SERVERS points them at your own.
+Kafka for the integration tests: Testcontainers when Docker runs, else Apache Kafka as a
+local process (Java, jars from Maven), else a broker from PyPI; KAFKA_BOOTSTRAP_SERVERS
+points them at your own.
 """
     )
 

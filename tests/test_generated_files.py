@@ -17,6 +17,8 @@ COMMON_FILES = {
     ".gitignore",
     "Makefile",
     "README.md",
+    "bench/connector_comparison.py",
+    "bench/harness.py",
     "bench/listener_overhead.py",
     "bench/planner_speed.py",
     "bench/source_throughput.py",

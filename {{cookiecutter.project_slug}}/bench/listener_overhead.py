@@ -16,19 +16,17 @@ import json
 import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "tests"))
+# The broker helpers live with the tests, the shared pieces in bench/: reused, not copied.
+sys.path[:0] = [str(HERE.parent), str(HERE.parent / "tests")]
 
-from pyspark.sql import DataFrame, SparkSession  # noqa: E402
+import bench.harness as harness  # noqa: E402
+from pyspark.sql import SparkSession  # noqa: E402
 
 import support.kafka_backends as brokers  # noqa: E402
 import support.pipelines as pipelines  # noqa: E402
-from {{ cookiecutter.package_name }} import (  # noqa: E402
-    transformations,
-)
 from {{ cookiecutter.package_name }}.app.run import (  # noqa: E402
     METRICS,
 )
@@ -42,34 +40,9 @@ from {{ cookiecutter.package_name }}.settings import (  # noqa: E402
     Settings,
     load_settings,
 )
-from {{ cookiecutter.package_name }}.source.connector import (  # noqa: E402
-    read_kafka_stream,
-)
-from {{ cookiecutter.package_name }}.spark_session import (  # noqa: E402
-    build_spark_session,
-)
 
-
-def job(
-    spark: SparkSession, settings: Settings, checkpoint: Path, *, with_ledger: bool
-) -> DataFrame:
-    raw = read_kafka_stream(
-        spark, settings.kafka, initial_offsets_location=str(checkpoint / "sources" / "0" / "0")
-    )
-    parsed = transformations.parse_events(
-        raw,
-        time_source=settings.events.time_source,
-        time_field=settings.events.time_field,
-        max_value_bytes=settings.events.max_value_bytes,
-    )
-    if with_ledger:
-        parsed = transformations.observe_batch_metrics(parsed)
-    return transformations.windowed_aggregates(
-        transformations.valid_events(parsed),
-        window=settings.window.spec,
-        keys=settings.aggregation.keys,
-        metrics=settings.aggregation.metric_specs,
-    )
+# A run has at most --batches batches and a no-data one; none may take this long.
+_RUN_TIMEOUT_S = 1800
 
 
 def run_once(
@@ -87,29 +60,19 @@ def run_once(
             store, pipeline=name, generation=1, query_name=name, metrics=METRICS
         )
         spark.streams.addListener(listener)
-    started = time.perf_counter()
-    query = (
-        job(spark, settings, workdir / name / "checkpoint", with_ledger=with_ledger)
-        .writeStream.queryName(name)
-        .format(settings.sink.format)
-        .outputMode("append")
-        .option("path", str(workdir / name / "out"))
-        .option("checkpointLocation", str(workdir / name / "checkpoint"))
-        .trigger(availableNow=True)
-        .start()
+    run = harness.run_windowed_job(
+        spark, settings, workdir, name, observed=with_ledger, timeout_s=_RUN_TIMEOUT_S
     )
-    query.awaitTermination()
-    wall = time.perf_counter() - started
-    progress = query.recentProgress
     if listener is not None and store is not None:
-        listener.wait_for_batch(int(progress[-1]["batchId"]), 30)
+        listener.wait_for_batch(int(run.progress[-1]["batchId"]), 30)
         recorded = len(store.batches(name, 1))
         spark.streams.removeListener(listener)
         store.close()
-        if recorded != len(progress):
-            raise SystemExit(f"the ledger holds {recorded} batches, the query ran {len(progress)}")
-    durations = [p["durationMs"]["triggerExecution"] / 1000 for p in progress if p["numInputRows"]]
-    return durations, wall
+        if recorded != len(run.progress):
+            raise SystemExit(
+                f"the ledger holds {recorded} batches, the query ran {len(run.progress)}"
+            )
+    return run.batch_seconds(with_input_only=True), run.wall_s
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -126,17 +89,13 @@ def main(argv: list[str] | None = None) -> int:
         bootstrap = backend.bootstrap_servers
         topic = brokers.unique_topic("bench-ledger")
         print(f"broker: {backend.name}; filling {topic} ...", file=sys.stderr)
-        brokers.create_topic(bootstrap, topic, 2)
-        chunk = 50_000
-        for start in range(0, args.records, chunk):
-            times = range(
-                pipelines.BASE_MS + start * 100,
-                pipelines.BASE_MS + min(start + chunk, args.records) * 100,
-                100,
-            )
-            brokers.produce(
-                bootstrap, topic, pipelines.page_views(["a1", "a2", "a3"], times, 2), timeout=120
-            )
+        harness.fill_topic(
+            bootstrap,
+            topic,
+            args.records,
+            2,
+            lambda indices: harness.page_views(indices, 2, ["a1", "a2", "a3"]),
+        )
         settings = load_settings(
             env={},
             overrides=[
@@ -146,12 +105,7 @@ def main(argv: list[str] | None = None) -> int:
                 "kafka.connector=python",
             ],
         ).settings
-        spark = build_spark_session(
-            settings,
-            app_name="listener-overhead",
-            master="local[2]",
-            extra_conf={"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2"},
-        )
+        spark = harness.start_spark(settings, "listener-overhead")
         workdir = Path(tmp)
         # A warm-up of each, untimed: the first queries pay for JIT and worker start-up.
         run_once(spark, settings, workdir, with_ledger=False, name="warm_plain")

@@ -28,15 +28,15 @@ import json
 import os
 import statistics
 import sys
-import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-# The broker helpers live with the tests; the benchmark reuses them rather than a copy.
-sys.path.insert(0, str(HERE.parent / "tests"))
+# The broker helpers live with the tests, the shared pieces in bench/: reused, not copied.
+sys.path[:0] = [str(HERE.parent), str(HERE.parent / "tests")]
 
+import bench.harness as harness  # noqa: E402
+from bench.harness import Measurement, time_it  # noqa: E402
 from pyspark.sql import SparkSession  # noqa: E402
 
 # A straight import sorts the same whatever the package is called.
@@ -47,53 +47,22 @@ from {{ cookiecutter.package_name }}.settings import (  # noqa: E402
 from {{ cookiecutter.package_name }}.source.pykafka import (  # noqa: E402
     PyKafkaDataSource,
 )
-from {{ cookiecutter.package_name }}.spark_session import (  # noqa: E402
-    build_spark_session,
-)
 
 VALUE = json.dumps({"article_id": "a-0001", "user_id": "u-0001", "event_time": 0}).encode()
 
 
-@dataclass(frozen=True)
-class Measurement:
-    reader: str
-    kind: str
-    records: int
-    # Wall time per run; for Spark that includes starting and stopping the query.
-    seconds: list[float]
-
-    @property
-    def best_rate(self) -> float:
-        return self.records / min(self.seconds)
-
-    @property
-    def median_rate(self) -> float:
-        return self.records / statistics.median(self.seconds)
-
-
 def fill_topic(bootstrap: str, topic: str, records: int, partitions: int) -> None:
-    brokers.create_topic(bootstrap, topic, partitions)
     base_ms = 1_700_000_000_000
-    chunk = 50_000
-    for start in range(0, records, chunk):
-        brokers.produce(
-            bootstrap,
-            topic,
-            (
-                brokers.Record(i % partitions, f"k{i % 1000}".encode(), VALUE, base_ms + i)
-                for i in range(start, min(start + chunk, records))
-            ),
-            timeout=120,
-        )
-
-
-def time_it(action: Callable[[], int], expected: int) -> float:
-    started = time.perf_counter()
-    seen = action()
-    elapsed = time.perf_counter() - started
-    if seen != expected:
-        raise SystemExit(f"read {seen} records, expected {expected}")
-    return elapsed
+    harness.fill_topic(
+        bootstrap,
+        topic,
+        records,
+        partitions,
+        lambda indices: (
+            brokers.Record(i % partitions, f"k{i % 1000}".encode(), VALUE, base_ms + i)
+            for i in indices
+        ),
+    )
 
 
 def confluent_consumer(
@@ -173,13 +142,8 @@ def spark_reader(spark: SparkSession, source_format: str, bootstrap: str, topic:
 def start_spark(with_builtin: bool) -> SparkSession:
     settings = load_settings(env={}).settings
     if with_builtin:
-        settings = replace(settings, kafka=replace(settings.kafka, connector="builtin"))
-    spark = build_spark_session(
-        settings,
-        app_name="source-throughput",
-        master="local[2]",
-        extra_conf={"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2"},
-    )
+        settings = harness.with_connector(settings, "builtin")
+    spark = harness.start_spark(settings, "source-throughput")
     spark.dataSource.register(PyKafkaDataSource)
     return spark
 

@@ -12,7 +12,8 @@ It plays the whole procedure a team follows when a change needs a new checkpoint
      of every event: no event lost, no window written twice.
 
 Kafka: KAFKA_BOOTSTRAP_SERVERS when set, else Testcontainers when a Docker daemon answers,
-else the local noida-db broker from PyPI, the same choice as the tests (KAFKA_BACKEND).
+else Apache Kafka as a local process when Java and Maven can run it, else the local noida-db
+broker from PyPI: the same choice as the tests (KAFKA_BACKEND).
 Each run works in a fresh directory and on a topic of its own. `--connector builtin` plays
 it on Spark's JVM connector (its jars from SPARK_KAFKA_JARS, or Maven). Exit code 0 when
 the check holds, 1 when it does not, 2 when a step failed.

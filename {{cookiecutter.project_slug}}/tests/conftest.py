@@ -6,8 +6,10 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
+from contextlib import ExitStack
 
+import pyspark
 import pytest
 from pyspark.sql import SparkSession
 
@@ -15,6 +17,7 @@ import support.spark
 from support.kafka_backends import (
     BACKEND_CHOICES,
     BACKEND_ENV_VAR,
+    BackendChoice,
     KafkaBackend,
     KafkaBackendError,
     describe_backend_choice,
@@ -22,9 +25,15 @@ from support.kafka_backends import (
     start_kafka_backend,
 )
 
-# The choice is resolved once per session (it may probe Docker for up to a few seconds) and
-# shared by the report header and the fixture, so the header names the broker actually used.
-_BACKEND_CHOICE = pytest.StashKey[str | KafkaBackendError]()
+# The choice is resolved once per session (it may probe Docker, Java and Maven, each with a
+# deadline) and shared by the report header and the fixture, so the header names the broker
+# actually used.
+_BACKEND_CHOICE = pytest.StashKey[BackendChoice | KafkaBackendError]()
+# The broker this session started, from the first test that asked for it to the end.
+_RUNNING_BACKEND = pytest.StashKey[KafkaBackend]()
+# Set on a test whose report already carries the broker's exit report.
+_BROKER_EXIT_SHOWN = pytest.StashKey[bool]()
+_KAFKA_FIXTURE = "kafka_backend"
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -35,10 +44,10 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
-def _backend_choice(config: pytest.Config) -> str | KafkaBackendError:
+def _backend_choice(config: pytest.Config) -> BackendChoice | KafkaBackendError:
     if _BACKEND_CHOICE not in config.stash:
         try:
-            choice: str | KafkaBackendError = resolve_backend_choice(os.environ)
+            choice: BackendChoice | KafkaBackendError = resolve_backend_choice(os.environ)
         except KafkaBackendError as exc:
             # Reported in the header and raised by the fixture, so that tests which need no
             # broker still run when KAFKA_BACKEND is wrong.
@@ -47,12 +56,30 @@ def _backend_choice(config: pytest.Config) -> str | KafkaBackendError:
     return config.stash[_BACKEND_CHOICE]
 
 
-def pytest_report_header(config: pytest.Config) -> str:
+def pytest_report_header(config: pytest.Config) -> list[str]:
     choice = _backend_choice(config)
     if isinstance(choice, KafkaBackendError):
-        return f"kafka backend: INVALID ({choice})"
-    description = describe_backend_choice(choice, os.environ)
-    return f"kafka backend: {choice} ({description})"
+        return [f"kafka backend: INVALID ({choice})"]
+    description = describe_backend_choice(choice.name, os.environ)
+    # The passed-over notes say why auto did not take a better backend, e.g. no mvn.
+    return [
+        f"kafka backend: {choice.name} ({description})",
+        *(f"  {note}" for note in choice.passed_over),
+        _connector_line(),
+    ]
+
+
+def _connector_line() -> str:
+    try:
+        connector = support.spark.connector_under_test()
+    except ValueError as exc:
+        return f"kafka connector: INVALID ({exc})"
+    version = pyspark.__version__
+    if connector == "builtin":
+        reads = f"Spark's spark-sql-kafka-0-10_2.13 {version}, jars from Maven"
+    else:
+        reads = "the pykafka source on confluent-kafka"
+    return f"kafka connector: {connector} ({reads}; Spark {version}, master local[1])"
 
 
 @pytest.fixture(scope="session")
@@ -62,8 +89,70 @@ def kafka_backend(pytestconfig: pytest.Config) -> Iterator[KafkaBackend]:
     if isinstance(choice, KafkaBackendError):
         # The message says everything; a traceback into the env parsing would only add noise.
         pytest.fail(str(choice), pytrace=False)
-    with start_kafka_backend(choice) as backend:
-        yield backend
+    with ExitStack() as stack:
+        failure = None
+        try:
+            # By name: auto was resolved once, for the header, and is not probed again.
+            backend = stack.enter_context(start_kafka_backend(choice.name))
+        except KafkaBackendError as exc:
+            failure = str(exc)
+        if failure is not None:
+            # One line (or a broker's log tail) explains it: no traceback into the starter,
+            # and failing outside the except block shows no "during handling" chain.
+            pytest.fail(failure, pytrace=False)
+        pytestconfig.stash[_RUNNING_BACKEND] = backend
+        try:
+            yield backend
+        finally:
+            del pytestconfig.stash[_RUNNING_BACKEND]
+
+
+def _needs_broker(item: pytest.Item) -> bool:
+    # Directly or through another fixture; not a test that asks for it at run time with
+    # request.getfixturevalue (its failures still get the broker's log, see below).
+    return isinstance(item, pytest.Function) and _KAFKA_FIXTURE in item.fixturenames
+
+
+def _broker_exit(config: pytest.Config) -> str | None:
+    backend = config.stash.get(_RUNNING_BACKEND, None)
+    return None if backend is None else backend.exit_report()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    # Once the session's broker is gone, a test that needs it fails at once with the
+    # broker's log, instead of waiting out its client timeouts.
+    if _needs_broker(item):
+        exited = _broker_exit(item.config)
+        if exited is not None:
+            item.stash[_BROKER_EXIT_SHOWN] = True
+            pytest.fail(exited, pytrace=False)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """A broker that died during a test fails that test, with the broker's last log lines.
+
+    A test that needs the broker fails even if it passed (it may have finished its Kafka
+    work first; the next one could not). Any failing test gets the log attached, as the
+    broker's death is a likely cause. One ``poll()`` per test phase.
+    """
+    report = yield
+    if report.when not in ("setup", "call") or item.stash.get(_BROKER_EXIT_SHOWN, False):
+        return report
+    exited = _broker_exit(item.config)
+    if exited is None:
+        return report
+    if report.failed:
+        report.sections.append(("Kafka broker exited", exited))
+        item.stash[_BROKER_EXIT_SHOWN] = True
+    elif report.when == "call" and report.passed and _needs_broker(item):
+        report.outcome = "failed"
+        report.longrepr = f"the test passed, but the Kafka broker it uses exited:\n{exited}"
+        item.stash[_BROKER_EXIT_SHOWN] = True
+    return report
 
 
 @pytest.fixture(scope="session")

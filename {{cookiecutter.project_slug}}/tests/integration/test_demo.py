@@ -18,7 +18,7 @@ DEMO = Path(__file__).resolve().parents[2] / "demo" / "upgrade_demo.py"
 @pytest.mark.integration
 # The connector the session tests (KAFKA_CONNECTOR): CI runs the suite once per connector,
 # so the demo is played on each without running twice in one suite.
-@pytest.mark.parametrize("connector", [support.spark.test_connector()])
+@pytest.mark.parametrize("connector", [support.spark.connector_under_test()])
 def test_the_demo_upgrades_without_loss_and_says_so(
     request: pytest.FixtureRequest, tmp_path: Path, connector: str
 ) -> None:

@@ -47,7 +47,7 @@ def pipeline_overrides(tmp_path: Path, bootstrap: str, topic: str, *overrides: s
         "window.slide=",
         "window.watermark_delay=5 minutes",
         "sink.trigger_interval=1 second",
-        f"kafka.connector={support.spark.test_connector()}",
+        f"kafka.connector={support.spark.connector_under_test()}",
         *ledger_overrides(tmp_path),
     ]
     return [*base, *overrides]

@@ -28,7 +28,7 @@ CONNECTOR_ENV_VAR = "KAFKA_CONNECTOR"
 CONNECTORS = ("python", "builtin")
 
 
-def test_connector() -> str:
+def connector_under_test() -> str:
     """The connector the pipeline tests run with: ``KAFKA_CONNECTOR``, else the project's."""
     chosen = os.environ.get(CONNECTOR_ENV_VAR, "").strip().lower()
     if not chosen:
@@ -61,7 +61,7 @@ def build_test_spark_session(app_name: str) -> SparkSession:
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.pyspark.python", sys.executable)
     )
-    if test_connector() == "builtin":
+    if connector_under_test() == "builtin":
         # Jars load only with a process's first SparkContext: the one session of the run
         # must have them for any test to read with the built-in connector.
         builder = builder.config("spark.jars", ",".join(fetch_connector_jars()))
