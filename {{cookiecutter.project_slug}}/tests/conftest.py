@@ -25,6 +25,9 @@ from support.kafka_backends import (
     start_kafka_backend,
 )
 
+# pytester runs inner test sessions, for the tests of these hooks themselves.
+pytest_plugins = ("pytester",)
+
 # The choice is resolved once per session (it may probe Docker, Java and Maven, each with a
 # deadline) and shared by the report header and the fixture, so the header names the broker
 # actually used.

@@ -301,3 +301,41 @@ def test_a_dead_broker_reports_its_exit_code_and_last_log_lines(
     assert "--- broker log " in report
     # The broker had started, and said so in its log.
     assert "Kafka Server started" in report
+
+
+# Two tests in an inner run: the first kills the session's broker (and passes, as far as its
+# own body goes), the second needs the broker. noida-db, because the hooks under test are
+# the same for every backend and it starts in a fraction of a second.
+INNER_TESTS = """
+import os
+import signal
+
+from support.waiting import wait_until
+
+
+def test_kills_the_broker(kafka_backend):
+    os.kill(kafka_backend.pid, signal.SIGKILL)
+    wait_until(kafka_backend.exit_report, timeout=30, message="the broker to exit")
+
+
+def test_needs_the_broker(kafka_backend):
+    pass
+"""
+
+
+def test_a_broker_that_dies_mid_suite_fails_the_tests_that_need_it_with_its_log(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makeconftest((Path(__file__).resolve().parents[1] / "conftest.py").read_text())
+    pytester.makepyfile(test_inner=INNER_TESTS)
+    monkeypatch.setenv("KAFKA_BACKEND", "noida")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(path for path in sys.path if path))
+
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", timeout=300)
+
+    # The killing test is failed although its body passed; the next one fails at setup.
+    result.assert_outcomes(failed=1, errors=1)
+    output = result.stdout.str()
+    assert "the test passed, but the Kafka broker it uses exited" in output
+    assert output.count("the noida-db broker exited") >= 2
+    assert "exit code: -9" in output  # SIGKILL, as the inner test sent
