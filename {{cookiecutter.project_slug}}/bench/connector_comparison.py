@@ -43,6 +43,9 @@ import support.pipelines as pipelines  # noqa: E402
 from {{ cookiecutter.package_name }} import (  # noqa: E402
     transformations,
 )
+from {{ cookiecutter.package_name }}.errors import (  # noqa: E402
+    PipelineError,
+)
 from {{ cookiecutter.package_name }}.settings import (  # noqa: E402
     Settings,
 )
@@ -259,4 +262,9 @@ def report(result: dict[str, Any]) -> None:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    try:
+        raise SystemExit(main())
+    except (brokers.KafkaBackendError, PipelineError) as error:
+        # No broker, no Maven, no connector: one line that says which, not a traceback.
+        print(f"bench-source: {error}", file=sys.stderr)
+        raise SystemExit(2) from None

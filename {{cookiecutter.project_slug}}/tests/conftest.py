@@ -6,8 +6,9 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Generator, Iterator
+from collections.abc import Generator, Iterator, Sequence
 from contextlib import ExitStack
+from pathlib import Path
 
 import pyspark
 import pytest
@@ -59,10 +60,16 @@ def _backend_choice(config: pytest.Config) -> BackendChoice | KafkaBackendError:
     return config.stash[_BACKEND_CHOICE]
 
 
-def pytest_report_header(config: pytest.Config) -> list[str]:
+def pytest_report_collectionfinish(
+    config: pytest.Config, start_path: Path, items: Sequence[pytest.Item]
+) -> list[str]:
+    # After collection, not in the header: choosing auto's backend may resolve Kafka's jars
+    # with Maven (once per machine), which a run of unit tests alone should never wait for.
+    if not any(_needs_broker(item) or item.get_closest_marker("integration") for item in items):
+        return ["kafka backend: not started (no selected test needs Kafka)", _connector_line()]
     choice = _backend_choice(config)
     if isinstance(choice, KafkaBackendError):
-        return [f"kafka backend: INVALID ({choice})"]
+        return [f"kafka backend: INVALID ({choice})", _connector_line()]
     description = describe_backend_choice(choice.name, os.environ)
     # The passed-over notes say why auto did not take a better backend, e.g. no mvn.
     return [
@@ -75,7 +82,7 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 def _connector_line() -> str:
     try:
         connector = support.spark.connector_under_test()
-    except ValueError as exc:
+    except Exception as exc:  # a bad KAFKA_CONNECTOR or settings: say so, never crash here
         return f"kafka connector: INVALID ({exc})"
     version = pyspark.__version__
     if connector == "builtin":

@@ -250,7 +250,8 @@ examples:
 CONNECTOR_FETCH_DESCRIPTION = f"""\
 Resolve org.apache.spark:spark-sql-kafka-0-10_2.13 at the installed pyspark's exact version,
 with its runtime dependencies, using mvn (its own settings: ~/.m2/settings.xml for mirrors
-and proxies), into a per-user cache ($JAR_CACHE_DIR, else ~/.cache/pyspark-kafka-upgrade/jars).
+and proxies), into a per-user cache ($JAR_CACHE_DIR, else $XDG_CACHE_HOME or ~/.cache, then
+pyspark-kafka-upgrade/jars).
 A run with kafka.connector = "builtin" does this by itself on first use; this command does it
 ahead of time and prints the jars Spark does not already ship, for spark-submit --jars or
 SPARK_KAFKA_JARS on a machine without Maven.

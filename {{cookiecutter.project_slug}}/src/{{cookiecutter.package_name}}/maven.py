@@ -13,6 +13,7 @@ processes resolving at once both end with the same whole entry.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 import shutil
@@ -21,7 +22,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from xml.sax.saxutils import escape
 
@@ -31,6 +33,7 @@ CACHE_ENV_VAR = "JAR_CACHE_DIR"
 MVN_ENV_VAR = "MVN"
 DEFAULT_TIMEOUT_S = 600.0
 MANIFEST = "jars.txt"
+DEPENDENCY_PLUGIN_VERSION = "3.8.1"
 
 _COORDINATE = re.compile(r"(?P<group>[\w.-]+):(?P<artifact>[\w.-]+):(?P<version>[\w.+-]+)")
 # What Maven prints before the line that says why a build failed.
@@ -102,14 +105,58 @@ def runtime_jars(
         return found
     mvn = mvn_executable(env)
     if mvn is None:
-        raise MavenError(
-            f"cannot resolve {', '.join(coordinates)}: no `mvn` on PATH"
-            + (f" ({MVN_ENV_VAR} is empty)" if env.get(MVN_ENV_VAR, None) == "" else "")
-        )
+        chosen = env.get(MVN_ENV_VAR)
+        if chosen is None:
+            reason = "no `mvn` on PATH"
+        elif not chosen.strip():
+            reason = f"no `mvn` on PATH ({MVN_ENV_VAR} is empty)"
+        else:
+            reason = f"{MVN_ENV_VAR}={chosen} is not an executable"
+        raise MavenError(f"cannot resolve {', '.join(coordinates)}: {reason}")
     root = cache_root(env)
-    entry = root / entry_name(coordinates)
-    root.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{entry.name}.", dir=root))
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        # One resolution at a time per cache: a second process waits, then finds the entry
+        # the first one made, instead of resolving again or racing it for the rename.
+        with _cache_lock(root, timeout_s):
+            found = cached_jars(coordinates, env)
+            if found:
+                return found
+            _resolve_into(mvn, coordinates, root / entry_name(coordinates), timeout_s, progress)
+    except OSError as error:
+        raise MavenError(f"the jar cache {root} is not usable: {error}") from None
+    return cached_jars(coordinates, env)
+
+
+@contextmanager
+def _cache_lock(root: Path, timeout_s: float) -> Iterator[None]:
+    with (root / ".lock").open("a") as handle:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise MavenError(
+                        f"another process has been resolving into {root} for over {timeout_s:.0f} s"
+                    ) from None
+                time.sleep(0.2)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _resolve_into(
+    mvn: str,
+    coordinates: Sequence[str],
+    entry: Path,
+    timeout_s: float,
+    progress: Progress | None,
+) -> None:
+    """Resolve into a staging directory, then rename it into place (whole or absent)."""
+    staging = Path(tempfile.mkdtemp(prefix=f".{entry.name}.", dir=entry.parent))
     try:
         say = progress or _stderr
         say(
@@ -122,20 +169,13 @@ def runtime_jars(
         if not names:
             raise MavenError(f"`mvn` resolved no jar for {', '.join(coordinates)}")
         (staging / MANIFEST).write_text("\n".join(names) + "\n", encoding="utf-8")
-        try:
-            staging.rename(entry)
-        except OSError:
-            # Another process finished first (its entry is as good as ours), or the entry is
-            # damaged (jars pruned by hand): set that aside and put the whole one in place.
-            if not cached_jars(coordinates, env):
-                stale = Path(tempfile.mkdtemp(prefix=f".stale.{entry.name}.", dir=root))
-                entry.rename(stale / entry.name)
-                shutil.rmtree(stale, ignore_errors=True)
-                staging.rename(entry)
+        if entry.exists():
+            # Damaged (jars pruned by hand), or it would be whole and we would not be here.
+            shutil.rmtree(entry)
+        staging.rename(entry)
         say(f"resolved {len(names)} jars in {time.monotonic() - started:.1f} s")
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return cached_jars(coordinates, env)
 
 
 def _copy_dependencies(
@@ -171,18 +211,24 @@ def _copy_dependencies(
         try:
             output_text, _ = process.communicate(timeout=timeout_s)
         except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.communicate()
+            _kill_group(process)
             raise MavenError(
                 f"`{shown}` did not finish within {timeout_s:.0f} s; check that Maven can "
                 "reach its repository (mirrors and proxies go in ~/.m2/settings.xml)"
             ) from None
         except BaseException:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.communicate()
+            _kill_group(process)
             raise
         if process.returncode != 0:
             raise MavenError(f"`{shown}` exited {process.returncode}: {first_error(output_text)}")
+
+
+def _kill_group(process: subprocess.Popen[str]) -> None:
+    # Maven may have exited on its own by now (a Ctrl-C that reached both): nothing to kill.
+    if process.poll() is None:
+        with suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+    process.communicate()
 
 
 def throwaway_pom(coordinates: Sequence[str]) -> str:
@@ -208,6 +254,12 @@ def throwaway_pom(coordinates: Sequence[str]) -> str:
         "  <version>1</version>\n"
         "  <packaging>pom</packaging>\n"
         f"  <dependencies>\n{body}\n  </dependencies>\n"
+        # Pinned: otherwise the Maven release decides, and Maven 3.8 picks 2.8 (2013).
+        "  <build><pluginManagement><plugins><plugin>"
+        "<groupId>org.apache.maven.plugins</groupId>"
+        "<artifactId>maven-dependency-plugin</artifactId>"
+        f"<version>{DEPENDENCY_PLUGIN_VERSION}</version>"
+        "</plugin></plugins></pluginManagement></build>\n"
         "</project>\n"
     )
 

@@ -320,7 +320,9 @@ def describe_backend_choice(name: str, env: Mapping[str, str]) -> str:
         return f"existing cluster at {BOOTSTRAP_ENV_VAR}={bootstrap}"
     if name == "testcontainers":
         image = env.get(IMAGE_ENV_VAR, "").strip() or DEFAULT_KAFKA_IMAGE
-        return f"KafkaContainer {image} in KRaft mode via Docker, started on first use"
+        # Confluent Platform 8.2 is Apache Kafka 4.2; another image's version is its own.
+        kafka = " (Apache Kafka 4.2)" if image == DEFAULT_KAFKA_IMAGE else ""
+        return f"KafkaContainer {image}{kafka} in KRaft mode via Docker, started on first use"
     if name == "apache":
         try:
             version = kafka_version(env)
@@ -762,7 +764,9 @@ class _ApacheBroker:
         process = self._process
         if process is not None and process.poll() is None:
             _signal_group(process, signal.SIGKILL)
-            process.wait(timeout=_KAFKA_STOP_TIMEOUT_S)
+            # Also runs at interpreter exit and under an interrupt: it must not raise there.
+            with suppress(subprocess.TimeoutExpired):
+                process.wait(timeout=_KAFKA_STOP_TIMEOUT_S)
 
     def _close_output(self) -> None:
         if self._output is not None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import sys
 
+import pyspark
 import pytest
 from pyspark.sql import SparkSession
 
@@ -18,6 +19,7 @@ from {{ cookiecutter.package_name }} import (
 )
 from {{ cookiecutter.package_name }}.kafka_jars import (
     SPARK_KAFKA_JARS,
+    connector_package,
     fetch_connector_jars,
 )
 from {{ cookiecutter.package_name }}.settings import (
@@ -73,7 +75,9 @@ def skip_unless_builtin_jars_can_be_had() -> None:
 
     CI has Maven, and the template's own checks fail a CI run in which this skipped.
     """
-    if maven.mvn_executable() is None and not os.environ.get(SPARK_KAFKA_JARS, "").strip():
+    cached = maven.cached_jars([connector_package(pyspark.__version__)])
+    listed = os.environ.get(SPARK_KAFKA_JARS, "").strip()
+    if maven.mvn_executable() is None and not cached and not listed:
         pytest.skip(
             "neither mvn nor SPARK_KAFKA_JARS is available, so the built-in connector's jars "
             "cannot be had here; install Maven, or set SPARK_KAFKA_JARS (README, Connectors)"

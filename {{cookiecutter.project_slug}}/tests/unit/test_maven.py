@@ -7,6 +7,7 @@ the real one is exercised by the integration tests that start Kafka and the conn
 from __future__ import annotations
 
 import os
+import threading
 import time
 from pathlib import Path
 
@@ -58,8 +59,9 @@ def test_resolves_once_then_serves_the_cache(tmp_path: Path) -> None:
     assert second == first
     assert calls(tmp_path) == 1
     assert said[0].startswith("resolving org.example:thing_2.13:1.2.3 with Maven into ")
-    # Only the entry is left in the cache: no staging directories.
-    assert [p.name for p in (tmp_path / "cache").iterdir()] == [maven.entry_name(COORDINATES)]
+    # Only the entry (and the lock file) is left in the cache: no staging directories.
+    left = sorted(p.name for p in (tmp_path / "cache").iterdir())
+    assert left == [".lock", maven.entry_name(COORDINATES)]
 
 
 def test_a_failure_quotes_the_command_and_mavens_first_error(tmp_path: Path) -> None:
@@ -79,7 +81,7 @@ def test_a_failure_quotes_the_command_and_mavens_first_error(tmp_path: Path) -> 
     assert "exited 1: Failed to execute goal: could not resolve thing" in message
     assert "\n" not in message
     assert maven.cached_jars(COORDINATES, env) == []
-    assert list((tmp_path / "cache").iterdir()) == []
+    assert [p.name for p in (tmp_path / "cache").iterdir()] == [".lock"]
 
 
 def test_a_maven_that_hangs_is_stopped_at_the_deadline(tmp_path: Path) -> None:
@@ -129,3 +131,39 @@ def test_the_cache_follows_xdg_unless_chosen(tmp_path: Path) -> None:
     assert maven.cache_root({"XDG_CACHE_HOME": str(tmp_path)}) == (
         tmp_path / "pyspark-kafka-upgrade" / "jars"
     )
+
+
+def test_an_mvn_that_is_not_there_is_named(tmp_path: Path) -> None:
+    env = {"MVN": str(tmp_path / "no-such-mvn"), "JAR_CACHE_DIR": str(tmp_path / "cache")}
+
+    with pytest.raises(maven.MavenError, match=r"MVN=.*no-such-mvn is not an executable$"):
+        maven.runtime_jars(COORDINATES, env=env)
+
+
+def test_an_unusable_cache_is_one_line(tmp_path: Path) -> None:
+    env = fake_mvn(tmp_path, COPY_TWO_JARS)
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("")
+    env["JAR_CACHE_DIR"] = str(blocker / "cache")
+
+    with pytest.raises(maven.MavenError, match="is not usable"):
+        maven.runtime_jars(COORDINATES, env=env, progress=lambda _: None)
+    assert calls(tmp_path) == 0
+
+
+def test_a_second_process_waits_for_the_first_and_uses_its_entry(tmp_path: Path) -> None:
+    # Both start at once against a Maven that takes a while: one resolves, one waits.
+    env = fake_mvn(tmp_path, "sleep 1\n" + COPY_TWO_JARS)
+    results: list[list[Path]] = []
+
+    def resolve() -> None:
+        results.append(maven.runtime_jars(COORDINATES, env=env, progress=lambda _: None))
+
+    threads = [threading.Thread(target=resolve) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+
+    assert len(results) == 2 and results[0] == results[1] and len(results[0]) == 2
+    assert calls(tmp_path) == 1
