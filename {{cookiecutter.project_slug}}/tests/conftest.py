@@ -14,6 +14,7 @@ import pyspark
 import pytest
 from pyspark.sql import SparkSession
 
+import support.soak_table
 import support.spark
 from support.kafka_backends import (
     BACKEND_CHOICES,
@@ -163,6 +164,14 @@ def pytest_runtest_makereport(
         report.longrepr = f"the test passed, but the Kafka broker it uses exited:\n{exited}"
         item.stash[_BROKER_EXIT_SHOWN] = True
     return report
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """The kill trials' table, when any ran: where each kill landed and the verdict."""
+    if support.soak_table.ROWS:
+        terminalreporter.section("kill -9 trials")
+        for line in support.soak_table.render(support.soak_table.ROWS):
+            terminalreporter.write_line(line)
 
 
 @pytest.fixture(scope="session")

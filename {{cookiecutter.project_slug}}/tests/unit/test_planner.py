@@ -21,6 +21,7 @@ from {{ cookiecutter.package_name }}.planner import (
     CheckpointBatch,
     CheckpointFacts,
     InconsistentInputsError,
+    LateRecords,
     LedgerAheadError,
     NoCommittedBatchError,
     OffsetsOutOfRetentionError,
@@ -29,8 +30,10 @@ from {{ cookiecutter.package_name }}.planner import (
     Scan,
     UnknownWatermarkError,
     check_retention,
+    count_late_records,
     earliest_open_event_ms,
     flat_offsets,
+    late_event_threshold_ms,
     plan_restart,
     replay_filter_bounds,
     tighten,
@@ -610,6 +613,94 @@ def test_tightening_refuses_earliest_and_a_scan_out_of_order() -> None:
         tighten(plan_of(facts, initial={}), lambda key, start, end: iter(()))
     with pytest.raises(InconsistentInputsError, match="offsets must ascend within range"):
         tighten(plan_of(facts, initial=offsets(0)), lambda key, start, end: iter([(3, 1), (2, 1)]))
+
+
+# -- Late records ----------------------------------------------------------------------------
+
+
+def late_count(
+    times: Mapping[PartitionKey, list[int | None]],
+    ranges: Mapping[PartitionKey, tuple[int, int]],
+    *,
+    window: WindowSpec = TUMBLING,
+    after: int | None = at(34),
+    from_event: int | None = None,
+) -> LateRecords:
+    return count_late_records(
+        ranges,
+        scanner(times)[1],
+        window=window,
+        replay_after_ms=after,
+        replay_from_event_ms=from_event,
+    )
+
+
+def test_late_records_are_those_whose_every_window_ended_at_or_before_w() -> None:
+    # W = 10:34: 10:30-10:40 is open, 10:20-10:30 was written. The old generation read
+    # offsets 0-1 of partition 0; the rest was waiting when the plan was made.
+    times: dict[PartitionKey, list[int | None]] = {
+        (TOPIC, 0): [at(33), at(1), at(29.999), at(30), None, at(12), at(45)],
+        (TOPIC, 1): [at(5), at(36)],
+    }
+    late = late_count(times, {(TOPIC, 0): (2, 7), (TOPIC, 1): (0, 2)})
+    assert late.before_event_ms == at(30)
+    assert (late.scanned_records, late.malformed_records) == (5 + 2, 1)
+    # 10:29:59.999, 10:12 and 10:05; not 10:30 (its window is open), nor the malformed one.
+    assert late.late_records == 3
+    assert late.start_offsets == offsets(2, 0) and late.end_offsets == offsets(7, 2)
+    assert json.loads(json.dumps(late.to_json()))["late_records"] == 3
+    text = late.explain()
+    assert "Late records: 3 of the 7 records waiting" in text
+    assert "before 2024-05-01T10:30:00Z" in text
+    assert "as a run that never stopped would have" in text
+
+
+def test_an_event_with_one_window_still_open_is_not_late() -> None:
+    # Sliding windows of 10 minutes every 5, W = 10:34: 10:25-10:35 is still open, so an
+    # event at 10:26 counts there though 10:20-10:30 was written; one at 10:24 is late.
+    sliding = WindowSpec(duration_ms=10 * MINUTE, slide_ms=5 * MINUTE, watermark_delay_ms=0)
+    times: dict[PartitionKey, list[int | None]] = {(TOPIC, 0): [at(26), at(24), at(25)]}
+    late = late_count(times, {(TOPIC, 0): (0, 3)}, window=sliding)
+    assert late.before_event_ms == at(25)
+    assert late.late_records == 1
+
+
+def test_after_a_window_change_records_before_the_split_are_late() -> None:
+    times: dict[PartitionKey, list[int | None]] = {(TOPIC, 0): [at(19), at(20), at(21)]}
+    late = late_count(times, {(TOPIC, 0): (0, 3)}, after=None, from_event=at(20))
+    assert (late.before_event_ms, late.late_records) == (at(20), 1)
+    assert "the generations split there" in late.explain()
+    # An earlier split above T_min of W is the bound that holds.
+    assert late_event_threshold_ms(TUMBLING, at(34), at(31)) == at(31)
+    assert late_event_threshold_ms(TUMBLING, None, None) is None
+
+
+def test_nothing_waiting_reads_nothing_and_says_later_records_are_dropped_too() -> None:
+    calls, scan = scanner({})
+    late = count_late_records(
+        {(TOPIC, 0): (7, 7)},
+        scan,
+        window=TUMBLING,
+        replay_after_ms=at(34),
+        replay_from_event_ms=None,
+    )
+    assert calls == []
+    assert (late.scanned_records, late.late_records) == (0, 0)
+    assert "none waiting yet" in late.explain()
+    assert "Records that arrive later with event times before" in late.explain()
+
+
+def test_counting_late_records_refuses_unresolved_offsets_and_a_scan_out_of_order() -> None:
+    with pytest.raises(PlanningError, match="needs resolved offsets"):
+        late_count({}, {(TOPIC, 0): (EARLIEST, 3)})
+    with pytest.raises(InconsistentInputsError, match="offsets must ascend within range"):
+        count_late_records(
+            {(TOPIC, 0): (0, 5)},
+            lambda key, start, end: iter([(3, at(1)), (2, at(1))]),
+            window=TUMBLING,
+            replay_after_ms=at(34),
+            replay_from_event_ms=None,
+        )
 
 
 # -- JSON and words --------------------------------------------------------------------------

@@ -1,9 +1,13 @@
-"""Which generation of a pipeline is the current one."""
+"""Which generation of a pipeline is the current one, and which have committed checkpoints."""
 
 from __future__ import annotations
 
+from ..checkpoint.errors import CheckpointError
+from ..checkpoint.reader import read_checkpoint
+from ..layout import GenerationLayout, parse_generation_directory_name
 from ..ledger.records import GenerationStatus
 from ..ledger.store import OffsetStore
+from ..storage import StorageError, absolute_uri, join_uri, open_location
 
 
 def current_generation(store: OffsetStore, pipeline: str) -> int:
@@ -13,3 +17,23 @@ def current_generation(store: OffsetStore, pipeline: str) -> int:
     if live:
         return max(live)
     return max((g.generation for g in generations), default=0) + 1
+
+
+def committed_generations(root: str) -> list[int]:
+    """The generations under ``root`` whose checkpoint holds a committed batch, ascending."""
+    try:
+        names = open_location(join_uri(absolute_uri(root), "checkpoints")).list_names()
+    except StorageError:
+        return []
+    committed = []
+    for name in names:
+        generation = parse_generation_directory_name(name)
+        if generation is None:
+            continue
+        try:
+            state = read_checkpoint(GenerationLayout(absolute_uri(root), generation).checkpoint)
+        except CheckpointError:
+            continue
+        if state.last_committed_batch is not None:
+            committed.append(generation)
+    return sorted(committed)

@@ -30,7 +30,7 @@ from ..errors import PipelineError
 from ..layout import GenerationLayout
 from ..ledger.listener import BatchMetricNames, LedgerListener
 from ..ledger.opening import open_store
-from ..ledger.records import GenerationRecord, GenerationStatus
+from ..ledger.records import GenerationRecord, GenerationStatus, LedgerGap
 from ..ledger.store import OffsetStore
 from ..run_lock import RunLock
 from ..settings import LoadedSettings, Settings
@@ -38,7 +38,7 @@ from ..sink import Trigger, start_file_sink
 from ..source.connector import read_kafka_stream
 from ..spark_session import build_spark_session
 from ..storage import absolute_uri
-from .generations import current_generation
+from .generations import committed_generations, current_generation
 from .progress import ConsoleProgress
 from .signature import build_signature
 from .timestamps import iso_utc
@@ -125,6 +125,7 @@ def _run_with_store(request: RunRequest, spark: SparkSession) -> RunSummary:
     settings = request.settings
     with open_store(settings.ledger, spark=lambda: spark) as store:
         generation = current_generation(store, settings.pipeline.name)
+        _refuse_without_history(store, settings, generation)
         layout = GenerationLayout(absolute_uri(settings.pipeline.root), generation)
         with RunLock(layout.run_lock, purpose="run") as run_lock:
             # An upgrade may have retired this generation between the choice and the lock.
@@ -142,6 +143,25 @@ def _run_with_store(request: RunRequest, spark: SparkSession) -> RunSummary:
                 # the user can act on is its last "SomethingError: ..." line.
                 log.debug("the query could not start", exc_info=True)
                 raise QueryFailedError(f"the pipeline could not start: {cause(error)}") from None
+
+
+def _refuse_without_history(store: OffsetStore, settings: Settings, generation: int) -> None:
+    """Refuse to start generation 1 on a lost ledger when later generations exist.
+
+    With no record, the current generation looks like 1; resuming its checkpoint would write
+    again the windows later generations wrote, and without the plan that started them.
+    """
+    if generation != 1 or store.generations(settings.pipeline.name):
+        return
+    later = [n for n in committed_generations(settings.pipeline.root) if n > 1]
+    if later:
+        raise UpgradeIncompleteError(
+            f"the ledger ({store.describe()}) knows no generation of "
+            f"{settings.pipeline.name!r}, but {settings.pipeline.root} holds committed "
+            f"checkpoints of generations {', '.join(map(str, later))}: the ledger was lost or "
+            "ledger.location points elsewhere. Restore the ledger or point ledger.location at "
+            "it; running now would resume generation 1 and write its windows again"
+        )
 
 
 def _run_generation(
@@ -180,6 +200,12 @@ def _run_generation(
     aggregates = _aggregates_frame(spark, settings, layout, start)
     quarantine = _quarantine_frame(spark, settings, layout, start)
     _record_generation(store, settings, layout, build_signature(spark, settings, layout))
+    unrecorded = _mark_unrecorded_batches(store, pipeline, layout)
+    if unrecorded:
+        notes.append(
+            f"  ledger      batches {', '.join(map(str, unrecorded))} committed without a "
+            "record (the last run was killed first): gap markers written"
+        )
 
     ledger = LedgerListener(
         store,
@@ -312,6 +338,8 @@ def _wait_for_ledger(
             batch_id, timeout_s=_POLL_S
         ):
             return
+        if any(gap.batch_id == batch_id for gap in store.gaps(ledger.pipeline, layout.generation)):
+            return  # committed by a run that was killed: marked, never to be recorded
     log.warning(
         "the ledger has not recorded batch %d within %.0f s; the upgrade planner will fall "
         "back to the checkpoint for it",
@@ -414,6 +442,40 @@ def _parse(raw: DataFrame, settings: Settings) -> DataFrame:
         time_field=settings.events.time_field,
         max_value_bytes=settings.events.max_value_bytes,
     )
+
+
+def _mark_unrecorded_batches(
+    store: OffsetStore, pipeline: str, layout: GenerationLayout
+) -> list[int]:
+    """Write a gap marker for each committed batch the ledger lacks, and return their ids.
+
+    A driver killed between a commit and its listener's write (the listener runs after the
+    commit, asynchronously) leaves that batch committed but unrecorded for good, since Spark
+    never runs a committed batch again. Its offsets and watermark are in the checkpoint, but
+    not its event-time bounds, so a record made up now would mislead the planner; a marker
+    says the ledger is incomplete there, and the planner falls back to the checkpoint.
+    """
+    try:
+        committed = read_checkpoint(layout.checkpoint).commits
+    except CheckpointError:
+        return []  # no checkpoint yet: nothing committed
+    known = {batch.batch_id for batch in store.batches(pipeline, layout.generation)}
+    gaps = store.gaps(pipeline, layout.generation)
+    known |= {gap.batch_id for gap in gaps if gap.batch_id is not None}
+    missing = [batch_id for batch_id in committed if batch_id not in known]
+    now_ms = time.time_ns() // 1_000_000
+    for batch_id in missing:
+        store.record_gap(
+            LedgerGap(
+                pipeline=pipeline,
+                generation=layout.generation,
+                batch_id=batch_id,
+                reason=f"batch {batch_id} committed, but its run stopped before the ledger "
+                "recorded it",
+                recorded_at_ms=now_ms,
+            )
+        )
+    return missing
 
 
 def _record_generation(

@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 
 from pyspark.sql import SparkSession
@@ -46,6 +46,7 @@ from ..source.options import parse_options
 from ..spark_session import local_session_factory
 from ..storage import absolute_uri
 from ..validation import WindowSpec
+from .generations import committed_generations
 from .replay_scan import event_times
 from .signature import build_signature
 from .timestamps import iso_utc
@@ -78,6 +79,7 @@ class UpgradePlan:
     advice: Advice
     document: dict[str, object] | None  # the plan as the ledger keeps it; None: none needed
     restart: planner.RestartPlan | None
+    late: planner.LateRecords | None = None  # None: not counted (no plan, or no scan)
 
     def to_json(self) -> dict[str, object]:
         return {"advice": self.advice.to_json(), "plan": self.document}
@@ -89,25 +91,70 @@ def _now_ms() -> int:
 
 def _open_ledger(settings: Settings, spark: Callable[[], SparkSession]) -> OffsetStore:
     if not ledger_exists(settings.ledger):
+        where = f"no ledger at {settings.ledger.location}"
+        lost = _lost_ledger(
+            settings.pipeline.root, "the ledger was lost", "Point ledger.location at the ledger"
+        )
         raise NoLedgerError(
-            f"no ledger at {settings.ledger.location}: nothing has run yet, or ledger.location "
-            "points elsewhere"
+            f"{where}, but {lost}"
+            if lost
+            else f"{where}: nothing has run yet, or ledger.location points elsewhere"
         )
     return open_store(settings.ledger, spark=spark)
 
 
-def _live_generation(store: OffsetStore, pipeline: str) -> GenerationRecord:
+def _live_generation(
+    store: OffsetStore, pipeline: str, root: str | None = None
+) -> GenerationRecord:
     generations = store.generations(pipeline)
     if not generations:
         known = ", ".join(store.pipelines()) or "none"
+        where = f"the ledger {store.describe()} knows no pipeline {pipeline!r} (it knows: {known})"
+        lost = (
+            None
+            if root is None
+            else _lost_ledger(
+                root,
+                "pipeline.name is wrong, the ledger lost this pipeline's records",
+                "Check pipeline.name; if it is right, point ledger.location at the ledger",
+            )
+        )
         raise UnknownPipelineError(
-            f"the ledger {store.describe()} knows no pipeline {pipeline!r} (it knows: {known}); "
-            "check pipeline.name"
+            f"{where}, but {lost}" if lost else f"{where}; check pipeline.name"
         )
     live = [g for g in generations if g.status is not GenerationStatus.RETIRED]
     if not live:
         raise UpgradeError(f"every generation of {pipeline!r} is retired; nothing to upgrade")
     return max(live, key=lambda g: g.generation)
+
+
+def _lost_ledger(root: str, causes: str, remedy: str) -> str | None:
+    """Why planning stops when the pipeline root holds checkpoints the ledger does not know.
+
+    Without the ledger's record of a generation (the signature it ran with, the plan that
+    started it) the advisor has nothing to compare and W has no floor, so the upgrade
+    refuses rather than guess them from the checkpoint. None when nothing has committed.
+    """
+    committed = committed_generations(root)
+    if not committed:
+        return None
+    newest = max(committed)
+    found = (
+        f"{root} holds the checkpoint of generation {newest}, with committed batches: "
+        f"{causes}, or ledger.location points elsewhere. An upgrade needs the ledger's record "
+        "of the generation (the signature it ran with) and will not guess it from the "
+        f"checkpoint. {remedy}"
+    )
+    if committed == [1]:
+        return (
+            f"{found}, or run generation 1 once more with the settings it ran with (`run "
+            "--available-now`): it records itself again and marks the batches the ledger lost "
+            "as gaps, and the plan falls back to the checkpoint for those"
+        )
+    return (
+        f"{found}, or restore the ledger from a backup: generation {newest} started from a "
+        "plan that only the ledger held"
+    )
 
 
 def compute_plan(
@@ -165,8 +212,10 @@ def compute_plan(
         options.poll_timeout_ms / 1000,
     )
     try:
-        earliest = metadata.earliest(restart.restart_offsets)
         subscribed = metadata.partitions(settings.kafka.topics, None)
+        earliest = metadata.earliest({*restart.restart_offsets, *subscribed})
+        # What is already waiting when the plan is made: the late records are counted in it.
+        latest = metadata.latest(subscribed) if scan else {}
     finally:
         metadata.close()
     restart = planner.check_retention(restart, earliest, accept_data_loss=accept_data_loss)
@@ -192,6 +241,15 @@ def compute_plan(
     replay_after, replay_from = planner.replay_filter_bounds(
         restart.watermark_ms, old_window, window_changed, _plan_number(old, "replay_from_event_ms")
     )
+    late = None
+    if scan:
+        late = planner.count_late_records(
+            _waiting_ranges(restart.end_offsets, restart_offsets, earliest, latest),
+            _scan_in_chunks(spark, settings),
+            window=settings.window.spec,
+            replay_after_ms=replay_after,
+            replay_from_event_ms=replay_from,
+        )
     document: dict[str, object] = {
         "pipeline": old.pipeline,
         "from_generation": old.generation,
@@ -212,6 +270,11 @@ def compute_plan(
         "partitions_added": [f"{topic}:{number}" for topic, number in added],
         "partitions_dropped": [f"{topic}:{number}" for topic, number in dropped],
         "records_to_replay": restart.records_to_replay,
+        "late_before_event_ms": planner.late_event_threshold_ms(
+            settings.window.spec, replay_after, replay_from
+        ),
+        "late_records": None if late is None else late.late_records,
+        "late_scan": None if late is None else late.to_json(),
         "restart": restart.to_json(),
         "advice": advice.to_json(),
         "checkpoint": new_layout.checkpoint,
@@ -220,7 +283,48 @@ def compute_plan(
         "applied_at_ms": None,
         "consumed_at_ms": None,
     }
-    return UpgradePlan(advice, document, restart)
+    return UpgradePlan(advice, document, restart, late)
+
+
+# Offsets read per request when scanning for late records: a backlog may be long.
+LATE_SCAN_CHUNK = 100_000
+
+
+def _scan_in_chunks(spark: SparkSession, settings: Settings) -> planner.Scan:
+    def scan(partition: PartitionKey, start: int, end: int) -> Iterator[tuple[int, int | None]]:
+        for begin in range(start, end, LATE_SCAN_CHUNK):
+            yield from event_times(
+                spark, settings, partition, begin, min(end, begin + LATE_SCAN_CHUNK)
+            )
+
+    return scan
+
+
+def _waiting_ranges(
+    old_end: planner.FlatOffsets,
+    restart_offsets: planner.FlatOffsets,
+    earliest: planner.FlatOffsets,
+    latest: planner.FlatOffsets,
+) -> dict[PartitionKey, tuple[int, int]]:
+    """The offsets the new generation reads after the old one's end, up to the latest now.
+
+    ``restart_offsets`` names exactly the subscribed partitions. A partition the old
+    generation read is waiting from its end offset; a new one from its earliest offset if
+    it starts there (-2), and not at all if it starts at latest. Records retention already
+    deleted are not waiting.
+    """
+    ranges = {}
+    for key, restart_at in restart_offsets.items():
+        if key not in latest:
+            continue
+        if key in old_end:
+            begin = old_end[key]
+        elif restart_at == planner.EARLIEST:
+            begin = earliest.get(key, latest[key])
+        else:
+            begin = latest[key]
+        ranges[key] = (max(begin, earliest.get(key, begin)), latest[key])
+    return ranges
 
 
 def _plan_number(record: GenerationRecord, key: str) -> int | None:
@@ -303,6 +407,19 @@ def render_plan(plan: UpgradePlan, *, as_json: bool) -> str:
     if plan.restart is not None and plan.document is not None:
         lines.append("")
         lines += plan.restart.explain()
+        if plan.late is not None:
+            lines.append(plan.late.explain())
+        else:
+            cut = plan.document.get("late_before_event_ms")
+            lines.append(
+                "Late records: not counted (--no-scan)."
+                + (
+                    ""
+                    if cut is None
+                    else f" Records after the old generation's end offsets with event times "
+                    f"before {iso_utc(int(str(cut)))} will be dropped as late."
+                )
+            )
         lines.append("")
         document = plan.document
         watermark = iso_utc(int(str(document["watermark_ms"])))
@@ -325,7 +442,7 @@ def plan_command(
 ) -> str:
     session = spark or local_session_factory(settings, purpose="upgrade")
     with _open_ledger(settings, session) as store:
-        old = _live_generation(store, settings.pipeline.name)
+        old = _live_generation(store, settings.pipeline.name, settings.pipeline.root)
         if old.status is GenerationStatus.PLANNED and old.plan is not None:
             applied = old.plan.get("applied_at_ms") is not None
             state = "applied; `run` starts it" if applied else "not applied yet"
@@ -359,7 +476,7 @@ def apply_command(
     pipeline = settings.pipeline.name
     root = absolute_uri(settings.pipeline.root)
     with _open_ledger(settings, session) as store:
-        live = _live_generation(store, pipeline)
+        live = _live_generation(store, pipeline, settings.pipeline.root)
         if live.status is GenerationStatus.PLANNED:
             if live.plan is not None and live.plan.get("applied_at_ms") is not None:
                 raise PlanAlreadyAppliedError(
@@ -479,7 +596,7 @@ def rollback_command(settings: Settings, *, spark: Callable[[], SparkSession] | 
     pipeline = settings.pipeline.name
     root = absolute_uri(settings.pipeline.root)
     with _open_ledger(settings, session) as store:
-        live = _live_generation(store, pipeline)
+        live = _live_generation(store, pipeline, settings.pipeline.root)
         if live.plan is None or live.plan.get("from_generation") is None:
             raise RollbackRefusedError(
                 f"generation {live.generation} of {pipeline!r} did not start from a plan; "
