@@ -143,6 +143,7 @@ COMMON_FILES = {
     "tests/unit/test_progress_events.py",
     "tests/unit/test_progress_line.py",
     "tests/unit/test_redaction.py",
+    "tests/unit/test_run_bookkeeping.py",
     "tests/unit/test_run_lock.py",
     "tests/unit/test_settings.py",
     "tests/unit/test_source_initial_offsets.py",
