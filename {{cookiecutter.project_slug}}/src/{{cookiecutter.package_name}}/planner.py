@@ -45,7 +45,7 @@ layer turns ledger records and checkpoint state into the small input classes bel
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
@@ -1084,6 +1084,22 @@ def tighten(plan: RestartPlan, scan: Scan, *, count_feeding: bool = True) -> Res
     return replace(plan, partitions=tuple(partitions), tightening=TighteningSummary(tuple(scans)))
 
 
+def _in_order(
+    scan: Scan, partition: PartitionKey, start: int, end: int
+) -> Iterator[tuple[int, int | None]]:
+    """The records ``scan`` returns for ``[start, end)``, checked to ascend within it: a
+    scan that skips back or strays out would make every count after it wrong."""
+    previous = start - 1
+    for offset, event_time in scan(partition, start, end):
+        if not previous < offset < end:
+            raise InconsistentInputsError(
+                f"the scan of {partition[0]} partition {partition[1]} over [{start}, {end}) "
+                f"returned offset {offset} after {previous}: offsets must ascend within range"
+            )
+        previous = offset
+        yield offset, event_time
+
+
 def _scan_partition(
     partition: PartitionKey,
     start: int,
@@ -1098,14 +1114,7 @@ def _scan_partition(
         return None, 0, 0, 0, 0
     first: int | None = None
     scanned = malformed = replayed = feeding = 0
-    previous = start - 1
-    for offset, event_time in scan(partition, start, end):
-        if not previous < offset < end:
-            raise InconsistentInputsError(
-                f"the scan of {partition[0]} partition {partition[1]} over [{start}, {end}) "
-                f"returned offset {offset} after {previous}: offsets must ascend within range"
-            )
-        previous = offset
+    for offset, event_time in _in_order(scan, partition, start, end):
         scanned += 1
         if event_time is None:
             malformed += 1
@@ -1221,15 +1230,7 @@ def count_late_records(
             )
         if threshold is None or start >= end:
             continue
-        previous = start - 1
-        for offset, event_time in scan(partition, start, end):
-            if not previous < offset < end:
-                raise InconsistentInputsError(
-                    f"the scan of {partition[0]} partition {partition[1]} over [{start}, "
-                    f"{end}) returned offset {offset} after {previous}: offsets must ascend "
-                    "within range"
-                )
-            previous = offset
+        for _offset, event_time in _in_order(scan, partition, start, end):
             scanned += 1
             if event_time is None:
                 malformed += 1
