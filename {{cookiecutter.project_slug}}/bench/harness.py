@@ -217,3 +217,19 @@ def run_windowed_job(
     if error is not None:
         raise SystemExit(f"query {name} failed: {error}")
     return JobRun(output, started_at, wall, list(query.recentProgress))
+
+
+def fill_topic_reporting(
+    bootstrap: str,
+    topic: str,
+    records: int,
+    partitions: int,
+    make: Callable[[range], Iterable[brokers.Record]],
+    progress: Callable[[int], None],
+) -> None:
+    """:func:`fill_topic`, calling ``progress`` with the records produced after each chunk."""
+    brokers.create_topic(bootstrap, topic, partitions)
+    for start in range(0, records, _CHUNK):
+        end = min(start + _CHUNK, records)
+        brokers.produce(bootstrap, topic, make(range(start, end)), timeout=_PRODUCE_TIMEOUT_S)
+        progress(end)

@@ -34,16 +34,22 @@ from {{ cookiecutter.package_name }}.offsets import (
     PartitionKey,
     format_offsets,
 )
-from {{ cookiecutter.package_name }}.planner import (
+from {{ cookiecutter.package_name }}.upgrade.history import (
     BatchFacts,
     CheckpointBatch,
     CheckpointFacts,
-    RestartPlan,
-    Scan,
-    earliest_open_event_ms,
     flat_offsets,
+)
+from {{ cookiecutter.package_name }}.upgrade.restart import (
+    RestartPlan,
     plan_restart,
+)
+from {{ cookiecutter.package_name }}.upgrade.tightening import (
+    Scan,
     tighten,
+)
+from {{ cookiecutter.package_name }}.upgrade.windows import (
+    earliest_open_event_ms,
 )
 from {{ cookiecutter.package_name }}.validation import (
     WindowSpec,

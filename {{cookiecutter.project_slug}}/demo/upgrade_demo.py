@@ -5,8 +5,10 @@ It plays the whole procedure a team follows when a change needs a new checkpoint
   1. version 1 counts page views per article in 10-minute windows and stops with the
      window 10:30-10:40 still open: its events live only in the checkpoint's state;
   2. version 2 adds a metric (users), which the checkpoint cannot carry: `run` refuses;
-  3. `upgrade plan` says where each partition restarts so that the open window is rebuilt;
-  4. `upgrade apply` retires generation 1 and plans generation 2;
+  3. `upgrade plan --out` says where each partition restarts so that the open window is
+     rebuilt, and writes that plan to a file for review;
+  4. `upgrade apply PLAN` applies exactly the reviewed plan: generation 1 retired,
+     generation 2 planned;
   5. more events arrive, and `run` starts generation 2 from the plan;
   6. `output show` reads both generations, and the demo checks the result against a count
      of every event: no event lost, no window written twice.
@@ -143,19 +145,23 @@ def demo(work: Path, bootstrap: str, connector: str) -> int:
     cli(version_2, "run", "--available-now", expect=3)
 
     heading(
-        "3. Plan the upgrade",
+        "3. Plan the upgrade, and write the plan down for review",
         "Restarting at the last batch's end offsets would lose the open window; restarting "
         "at earliest would write every window twice. The plan restarts each partition at its "
-        "first record that can still fall in an open window.",
+        "first record that can still fall in an open window. `--out` writes it to a file that "
+        "a reviewer reads (`upgrade show`) before anything changes.",
     )
-    cli(version_2, "upgrade", "plan")
+    plan_file = work / "upgrade-plan.json"
+    cli(version_2, "upgrade", "plan", "--out", plan_file.name)
 
     heading(
-        "4. Apply it",
-        "Generation 1 is retired, never deleted. Generation 2 gets its own checkpoint and "
-        "output directories: a new checkpoint in the old sink directory would be skipped.",
+        "4. Apply exactly the reviewed plan",
+        "`apply` first checks that nothing the plan rests on moved (the last committed batch, "
+        "the settings, the partitions, the offsets Kafka still holds), then retires generation "
+        "1, never deleting it. Generation 2 gets its own checkpoint and output directories: a "
+        "new checkpoint in the old sink directory would be skipped.",
     )
-    cli(version_2, "upgrade", "apply")
+    cli(version_2, "upgrade", "apply", plan_file.name)
 
     heading(
         "5. More events arrive; generation 2 starts from the plan",

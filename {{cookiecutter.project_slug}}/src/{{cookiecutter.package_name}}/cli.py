@@ -7,19 +7,21 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 from pyspark.errors import PySparkException
 
 from . import __version__
-from .app import checkpoint_command, configuration, connector_command, output_command, upgrade
+from .app import checkpoint_command, configuration, connector_command, output_command
 from .app import run as running
 from .app.run import cause
 from .errors import ConfigError, PipelineError
 from .settings import LoadedSettings
+from .upgrade import commands as upgrade
 from .validation import InvalidValueError
 
 PROG = __package__ or "pipeline"
@@ -37,11 +39,17 @@ settings are layered, later wins:
   3. environment variables {configuration.ENV_PREFIX}<SECTION>__<KEY>,
      e.g. {configuration.ENV_PREFIX}KAFKA__BOOTSTRAP_SERVERS
   4. --set section.key=value (repeatable), e.g. --set window.watermark_delay='10 minutes'
+--config and --set go before or after the command; of two --set for one key, the later wins.
 
 examples:
   {PROG} config show
   {PROG} --set kafka.bootstrap_servers=broker:9092 config show --json
+  {PROG} config show --json --set kafka.bootstrap_servers=broker:9092    # the same
 """
+
+
+class _UsageError(Exception):
+    """Arguments argparse accepted one by one but that do not fit together."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -52,28 +60,79 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    _add_settings_options(parser, depth=0)
+    commands = _Commands(parser, dest="command", depth=1)
+    _add_config_command(commands)
+    _add_run_command(commands)
+    _add_checkpoint_command(commands)
+    _add_connector_command(commands)
+    _add_upgrade_command(commands)
+    _add_output_command(commands)
+    return parser
+
+
+# --config and --set are accepted by every parser, so they work before or after a command at
+# any depth. Each parser stores them under its own dests: a subparser parses into a fresh
+# namespace and then copies every value it holds over the parent's (Python 3.11), so one
+# shared dest would lose what the parent parsed. _merge_settings_options joins them afterwards.
+_LEVEL_SEPARATOR = "@"
+
+
+def _level_dest(name: str, depth: int) -> str:
+    return f"{name}{_LEVEL_SEPARATOR}{depth}"
+
+
+def _add_settings_options(parser: argparse.ArgumentParser, *, depth: int) -> None:
+    # Only the top-level help carries the settings epilog that "see below" points to.
+    where = "see below" if depth == 0 else f"see {PROG} --help"
     parser.add_argument(
-        "--config", type=Path, metavar="FILE", help="TOML settings file (see below)"
+        "--config",
+        dest=_level_dest("config", depth),
+        action="append",
+        type=Path,
+        default=argparse.SUPPRESS,
+        metavar="FILE",
+        help=f"TOML settings file ({where})",
     )
     parser.add_argument(
         "--set",
-        dest="overrides",
+        dest=_level_dest("overrides", depth),
         action="append",
-        default=[],
+        default=argparse.SUPPRESS,
         metavar="SECTION.KEY=VALUE",
         help="override one setting; wins over the file and the environment",
     )
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-    commands.required = True
 
-    config = commands.add_parser(
+
+class _Commands:
+    """One parser's subcommands; each of them accepts --config and --set too."""
+
+    def __init__(self, parser: argparse.ArgumentParser, *, dest: str, depth: int) -> None:
+        self._group = parser.add_subparsers(dest=dest, metavar="COMMAND", required=True)
+        self._depth = depth
+
+    def add(
+        self, name: str, *, help: str, description: str, raw: bool = False
+    ) -> argparse.ArgumentParser:
+        formatter = argparse.RawDescriptionHelpFormatter if raw else argparse.HelpFormatter
+        command = self._group.add_parser(
+            name, help=help, description=description, formatter_class=formatter
+        )
+        _add_settings_options(command, depth=self._depth)
+        return command
+
+    def below(self, command: argparse.ArgumentParser, *, dest: str) -> _Commands:
+        """The subcommands of ``command``, one of the parsers :meth:`add` returned."""
+        return _Commands(command, dest=dest, depth=self._depth + 1)
+
+
+def _add_config_command(commands: _Commands) -> None:
+    config = commands.add(
         "config",
         help="inspect the effective settings",
         description="Inspect the settings this pipeline would run with.",
     )
-    config_commands = config.add_subparsers(dest="config_command", metavar="COMMAND")
-    config_commands.required = True
-    show = config_commands.add_parser(
+    show = commands.below(config, dest="config_command").add(
         "show",
         help="print every setting, its value and where it came from (secrets masked)",
         description="Print every setting, its value and where it came from. "
@@ -82,11 +141,13 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("--json", action="store_true", help="print the settings as JSON")
     show.set_defaults(handler=_config_show)
 
-    run = commands.add_parser(
+
+def _add_run_command(commands: _Commands) -> None:
+    run = commands.add(
         "run",
         help="run the pipeline's current generation until stopped",
         description=RUN_DESCRIPTION,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        raw=True,
     )
     run.add_argument(
         "--available-now",
@@ -101,120 +162,161 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.set_defaults(handler=_run)
 
-    checkpoint = commands.add_parser(
+
+def _add_checkpoint_command(commands: _Commands) -> None:
+    checkpoint = commands.add(
         "checkpoint",
         help="inspect a generation's checkpoint",
         description="Inspect a checkpoint without starting Spark.",
     )
-    checkpoint_commands = checkpoint.add_subparsers(dest="checkpoint_command", metavar="COMMAND")
-    checkpoint_commands.required = True
-    checkpoint_show = checkpoint_commands.add_parser(
+    show = commands.below(checkpoint, dest="checkpoint_command").add(
         "show",
         help="what a checkpoint committed, and whether its sink and the ledger agree",
         description=CHECKPOINT_SHOW_DESCRIPTION,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        raw=True,
     )
-    checkpoint_show.add_argument(
+    show.add_argument(
         "path",
         nargs="?",
         help="the checkpoint directory (default: the current generation's, from the settings)",
     )
-    checkpoint_show.add_argument(
+    show.add_argument(
         "--generation",
         type=_positive_int,
         metavar="N",
         help="the generation the checkpoint belongs to (read from PATH when it follows the "
         "pipeline's layout)",
     )
-    checkpoint_show.add_argument(
+    show.add_argument(
         "--sink", metavar="PATH", help="the output directory (default: the generation's)"
     )
-    checkpoint_show.add_argument("--json", action="store_true", help="print the report as JSON")
-    checkpoint_show.set_defaults(handler=_checkpoint_show)
+    show.add_argument("--json", action="store_true", help="print the report as JSON")
+    show.set_defaults(handler=_checkpoint_show)
 
-    connector = commands.add_parser(
+
+def _add_connector_command(commands: _Commands) -> None:
+    connector = commands.add(
         "connector",
         help="the built-in Kafka connector's jars",
         description="Spark's built-in Kafka connector is not on PyPI; its jars come from Maven.",
     )
-    connector_commands = connector.add_subparsers(dest="connector_command", metavar="COMMAND")
-    connector_commands.required = True
-    connector_fetch = connector_commands.add_parser(
+    fetch = commands.below(connector, dest="connector_command").add(
         "fetch",
         help="resolve the connector's jars with mvn into a per-user cache, and list them",
         description=CONNECTOR_FETCH_DESCRIPTION,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        raw=True,
     )
-    connector_fetch.add_argument("--json", action="store_true", help="print the list as JSON")
-    connector_fetch.set_defaults(handler=_connector_fetch)
+    fetch.add_argument("--json", action="store_true", help="print the list as JSON")
+    fetch.set_defaults(handler=_connector_fetch)
 
-    upgrade_parser = commands.add_parser(
+
+def _add_upgrade_command(commands: _Commands) -> None:
+    upgrade_parser = commands.add(
         "upgrade",
         help="move the pipeline onto a new checkpoint without losing or repeating a window",
         description=UPGRADE_DESCRIPTION,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        raw=True,
     )
-    upgrade_commands = upgrade_parser.add_subparsers(dest="upgrade_command", metavar="COMMAND")
-    upgrade_commands.required = True
-    plan = upgrade_commands.add_parser(
+    upgrade_commands = commands.below(upgrade_parser, dest="upgrade_command")
+    _add_upgrade_plan(upgrade_commands)
+    _add_upgrade_apply(upgrade_commands)
+    _add_upgrade_show(upgrade_commands)
+    _add_upgrade_rollback(upgrade_commands)
+
+
+def _add_upgrade_plan(commands: _Commands) -> None:
+    plan = commands.add(
         "plan",
         help="say whether the change needs a new checkpoint and, if so, where it restarts",
-        description="Compare the pipeline the current checkpoint was written with against "
-        "the current code and settings. When the checkpoint cannot carry the change, compute "
-        "where each partition restarts and explain why. Changes nothing.",
+        description=UPGRADE_PLAN_DESCRIPTION,
+        raw=True,
     )
     plan.add_argument("--json", action="store_true", help="print the advice and plan as JSON")
-    apply = upgrade_commands.add_parser(
+    plan.add_argument(
+        "--out",
+        type=Path,
+        metavar="PLAN",
+        help="also write the plan to this file, to review with `upgrade show PLAN` and apply "
+        "with `upgrade apply PLAN`",
+    )
+    _add_planning_options(plan)
+    plan.set_defaults(handler=_upgrade_plan)
+
+
+def _add_upgrade_apply(commands: _Commands) -> None:
+    apply = commands.add(
         "apply",
         help="record the plan as the next generation and retire the current one",
-        description="Apply the upgrade: record the plan as generation N+1, retire "
-        "generation N (its checkpoint and output stay untouched), and leave generation N+1 "
-        "for `run` to start. Safe to run again after a crash at any point.",
+        description=UPGRADE_APPLY_DESCRIPTION,
+        raw=True,
     )
-    for command in (plan, apply):
-        command.add_argument(
-            "--accept-data-loss",
-            action="store_true",
-            help="restart partitions whose needed records retention already deleted at their "
-            "earliest available offset, instead of refusing",
-        )
-        command.add_argument(
-            "--no-scan",
-            action="store_true",
-            help="keep the batch-level restart offsets; skip reading Kafka to tighten them",
-        )
-    plan.set_defaults(handler=_upgrade_plan)
-    apply.set_defaults(handler=_upgrade_apply)
-    rollback = upgrade_commands.add_parser(
+    apply.add_argument(
+        "plan",
+        nargs="?",
+        type=Path,
+        metavar="PLAN",
+        help="a plan file `upgrade plan --out` wrote: apply exactly that plan "
+        "(default: plan now; --accept-data-loss and --no-scan only apply then)",
+    )
+    _add_planning_options(apply)
+    apply.set_defaults(handler=_upgrade_apply, check=_check_upgrade_apply)
+
+
+def _add_planning_options(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--accept-data-loss",
+        action="store_true",
+        help="restart partitions whose needed records retention already deleted at their "
+        "earliest available offset, instead of refusing",
+    )
+    command.add_argument(
+        "--no-scan",
+        action="store_true",
+        help="keep the batch-level restart offsets; skip reading Kafka to tighten them",
+    )
+
+
+def _add_upgrade_show(commands: _Commands) -> None:
+    show = commands.add(
+        "show",
+        help="print a plan file `upgrade plan --out` wrote; changes nothing",
+        description=UPGRADE_SHOW_DESCRIPTION,
+        raw=True,
+    )
+    show.add_argument("plan", type=Path, metavar="PLAN", help="the plan file")
+    show.add_argument("--json", action="store_true", help="print the plan as JSON")
+    show.set_defaults(handler=_upgrade_show)
+
+
+def _add_upgrade_rollback(commands: _Commands) -> None:
+    rollback = commands.add(
         "rollback",
         help="return to the previous generation, if the new one has not committed a batch",
-        description="Undo an applied upgrade whose generation has not committed a batch yet.",
+        description=UPGRADE_ROLLBACK_DESCRIPTION,
+        raw=True,
     )
     rollback.set_defaults(handler=_upgrade_rollback)
 
-    output = commands.add_parser(
+
+def _add_output_command(commands: _Commands) -> None:
+    output = commands.add(
         "output",
         help="read the pipeline's output across every generation",
         description="Read the output of every generation, each through its own "
         "_spark_metadata (committed files only), with a generation column.",
     )
-    output_commands = output.add_subparsers(dest="output_command", metavar="COMMAND")
-    output_commands.required = True
-    output_show = output_commands.add_parser(
+    show = commands.below(output, dest="output_command").add(
         "show",
         help="print the windows written so far, oldest first",
         description="Print the windows every generation has written, oldest first. "
         "Only committed files are read.",
     )
-    output_show.add_argument(
+    show.add_argument(
         "--limit", type=int, default=20, metavar="N", help="rows to print (default 20)"
     )
-    output_show.add_argument(
-        "--generation", type=_positive_int, metavar="N", help="only this generation"
-    )
-    output_show.add_argument("--json", action="store_true", help="print the rows as JSON")
-    output_show.set_defaults(handler=_output_show)
-    return parser
+    show.add_argument("--generation", type=_positive_int, metavar="N", help="only this generation")
+    show.add_argument("--json", action="store_true", help="print the rows as JSON")
+    show.set_defaults(handler=_output_show)
 
 
 UPGRADE_DESCRIPTION = f"""\
@@ -225,10 +327,61 @@ still open at the old watermark W were never written: the new generation replays
 Kafka records that feed them and drops (event, window) pairs whose window ended at or
 before W, which the old generation already wrote.
 
-  {PROG} upgrade plan        what changed, and where each partition would restart (why)
-  {PROG} upgrade apply       make it so: generation N retired, N+1 planned
-  {PROG} run                 starts generation N+1 from the plan
+Plan, review, then apply exactly what you reviewed:
+  {PROG} upgrade plan --out upgrade.json  # review it: upgrade show upgrade.json
+  {PROG} upgrade apply upgrade.json       # applies exactly that plan, or refuses if anything moved
+  {PROG} run                              # starts generation N+1 from the plan
+
+  {PROG} upgrade apply       without a file: plan and apply in one step, printing the plan first
   {PROG} upgrade rollback    back to generation N, while N+1 has committed nothing
+"""
+
+
+UPGRADE_PLAN_DESCRIPTION = f"""\
+Compare the pipeline the current checkpoint was written with against the current code and
+settings. When the checkpoint cannot carry the change, compute where each partition restarts
+and explain why. Changes nothing; --out also writes the plan to a file, to review and then
+apply exactly as reviewed.
+
+example:
+  {PROG} upgrade plan --out upgrade.json  # review it: upgrade show upgrade.json
+  {PROG} upgrade apply upgrade.json       # applies exactly that plan, or refuses if anything moved
+"""
+
+
+UPGRADE_APPLY_DESCRIPTION = f"""\
+Apply the upgrade: record the plan as generation N+1, retire generation N (its checkpoint and
+output stay untouched), and leave generation N+1 for `run` to start. Safe to run again after a
+crash at any point.
+
+With PLAN, apply exactly that plan file, the one `upgrade plan --out` wrote and you reviewed;
+if the pipeline moved since it was planned, refuse and change nothing. Without PLAN, plan and
+apply in one step, printing the plan first. --accept-data-loss and --no-scan only work without
+PLAN: a plan file already fixed them when it was planned.
+
+examples:
+  {PROG} upgrade plan --out upgrade.json  # review it: upgrade show upgrade.json
+  {PROG} upgrade apply upgrade.json       # applies exactly that plan, or refuses if anything moved
+  {PROG} upgrade apply                    # plan and apply in one step
+"""
+
+
+UPGRADE_SHOW_DESCRIPTION = f"""\
+Print a plan file `upgrade plan --out` wrote: what changed, where each partition restarts and
+why. Changes nothing.
+
+example:
+  {PROG} upgrade plan --out upgrade.json
+  {PROG} upgrade show upgrade.json        # then: {PROG} upgrade apply upgrade.json
+"""
+
+
+UPGRADE_ROLLBACK_DESCRIPTION = f"""\
+Undo an applied upgrade whose generation has not committed a batch yet.
+
+example:
+  {PROG} upgrade apply upgrade.json
+  {PROG} upgrade rollback                 # before `run` commits generation N+1's first batch
 """
 
 
@@ -276,6 +429,55 @@ A second run on the same generation is refused while the first one is alive.
 """
 
 
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """Parse the command line; ``config`` and ``overrides`` then hold every level's options."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        _merge_settings_options(args)
+        # A command's set_defaults(check=...) refuses combinations argparse cannot express.
+        check: Callable[[argparse.Namespace], None] | None = getattr(args, "check", None)
+        if check is not None:
+            check(args)
+    except _UsageError as error:
+        # One line, like every other error here; argparse's usage block would bury it.
+        parser.exit(2, f"{PROG}: error: {error}\n")
+    return args
+
+
+def _merge_settings_options(args: argparse.Namespace) -> None:
+    # A parser only sees the arguments before its subcommand's name, so ordering the levels by
+    # depth is command-line order, which --set relies on: the later one for a key wins.
+    configs: list[Path] = _pop_levels(args, "config")
+    overrides: list[str] = _pop_levels(args, "overrides")
+    different = {path.resolve(): path for path in configs}
+    if len(different) > 1:
+        first, second = list(different.values())[:2]
+        raise _UsageError(f"--config given twice, {first} and {second}: give one file")
+    args.config = configs[0] if configs else None
+    args.overrides = overrides
+
+
+def _pop_levels(args: argparse.Namespace, name: str) -> list[Any]:
+    levels: dict[int, list[Any]] = {}
+    for dest in list(vars(args)):
+        base, separator, depth = dest.partition(_LEVEL_SEPARATOR)
+        if separator and base == name:
+            levels[int(depth)] = getattr(args, dest)
+            delattr(args, dest)
+    return [value for depth in sorted(levels) for value in levels[depth]]
+
+
+def _check_upgrade_apply(args: argparse.Namespace) -> None:
+    given = {"--accept-data-loss": args.accept_data_loss, "--no-scan": args.no_scan}
+    fixed = " and ".join(option for option, on in given.items() if on)
+    if args.plan is not None and fixed:
+        raise _UsageError(
+            f"upgrade apply {args.plan}: the plan file already fixed {fixed}; choose when "
+            "planning (`upgrade plan --out`), or apply without a plan file"
+        )
+
+
 # Each handler gets the parsed arguments and the loaded settings, and returns what to print.
 
 
@@ -319,13 +521,21 @@ def _upgrade_plan(args: argparse.Namespace, loaded: LoadedSettings) -> str:
         as_json=args.json,
         accept_data_loss=args.accept_data_loss,
         scan=not args.no_scan,
+        out=args.out,
     )
 
 
 def _upgrade_apply(args: argparse.Namespace, loaded: LoadedSettings) -> str:
     return upgrade.apply_command(
-        loaded.settings, accept_data_loss=args.accept_data_loss, scan=not args.no_scan
+        loaded.settings,
+        plan_file=args.plan,
+        accept_data_loss=args.accept_data_loss,
+        scan=not args.no_scan,
     )
+
+
+def _upgrade_show(args: argparse.Namespace, loaded: LoadedSettings) -> str:
+    return upgrade.show_command(loaded.settings, args.plan, as_json=args.json)
 
 
 def _upgrade_rollback(args: argparse.Namespace, loaded: LoadedSettings) -> str:
@@ -358,7 +568,7 @@ def _stop_on_signals(stop: threading.Event) -> Iterator[None]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = parse_args(argv)
     try:
         loaded = configuration.load(args.config, args.overrides)
         print(args.handler(args, loaded))

@@ -111,7 +111,7 @@ def _read_as(type_name: str) -> Callable[[Column], Column]:
     return lambda item: F.try_variant_get(item, "$", type_name)
 
 
-_JSON_TYPES: dict[type[DataType], _JsonType] = {
+JSON_TYPES: dict[type[DataType], _JsonType] = {
     StringType: _JsonType("a string", lambda kind: kind == "STRING", _read_as("string")),
     BooleanType: _JsonType("a boolean", lambda kind: kind == "BOOLEAN", _read_as("boolean")),
     IntegerType: _JsonType("a 32-bit integer", lambda kind: kind == "BIGINT", _read_as("int")),
@@ -129,7 +129,7 @@ _JSON_TYPES: dict[type[DataType], _JsonType] = {
 }
 
 
-def _payload_fields(
+def payload_fields(
     schema: StructType, time_source: str, time_field: str
 ) -> list[tuple[str, StructField]]:
     """(output column, declared field) for each field read from the JSON."""
@@ -140,7 +140,7 @@ def _payload_fields(
     declared = [field.name for field in schema.fields]
     for field in schema.fields:
         check_identifier(field.name, "event field")
-        if type(field.dataType) not in _JSON_TYPES:
+        if type(field.dataType) not in JSON_TYPES:
             raise InvalidValueError(
                 f"event field {field.name!r} has type {field.dataType.simpleString()}; "
                 "use string, boolean, int, bigint, double or timestamp"
@@ -190,7 +190,7 @@ def parse_events(
     oversize, empty, not UTF-8, not JSON, not an object), then each field in schema order
     (missing, null, wrong type).
     """
-    fields = _payload_fields(schema, time_source, time_field)
+    fields = payload_fields(schema, time_source, time_field)
     outputs = [name for name, _ in fields] + ([EVENT_TIME] if time_source == "kafka" else [])
     clashes = sorted(set(outputs) & set(raw.columns))
     if clashes:
@@ -227,7 +227,7 @@ def parse_events(
     ]
     columns: dict[str, Column] = {}
     for output, field in fields:
-        json_type = _JSON_TYPES[type(field.dataType)]
+        json_type = JSON_TYPES[type(field.dataType)]
         # A "variant" target never casts: this is the JSON value itself, or SQL null if absent.
         item = F.variant_get(document, f"$[0].{field.name}", "variant")
         typed = F.when(json_type.accepts(F.schema_of_variant(item)), json_type.read(item))
@@ -320,10 +320,13 @@ _METRIC_FUNCTIONS: dict[str, Callable[[Column], Column]] = {
 }
 
 
-def _check_columns(events: DataFrame, keys: Sequence[str], metrics: Sequence[MetricSpec]) -> None:
-    listing = ", ".join(events.columns)
+def check_columns(
+    columns: Sequence[str], keys: Sequence[str], metrics: Sequence[MetricSpec]
+) -> None:
+    """Refuse keys and metrics over columns the events lack, and repeated output names."""
+    listing = ", ".join(columns)
     for key in keys:
-        if key not in events.columns:
+        if key not in columns:
             raise UnknownColumnError(
                 f"grouping key {key!r} is not a column of the events; available: {listing}",
                 field="keys",
@@ -334,7 +337,7 @@ def _check_columns(events: DataFrame, keys: Sequence[str], metrics: Sequence[Met
                 f"metric {metric.name} uses unknown function {metric.function!r}",
                 field="metrics",
             )
-        if metric.column != "*" and metric.column not in events.columns:
+        if metric.column != "*" and metric.column not in columns:
             raise UnknownColumnError(
                 f"metric {metric.name} = {metric.expression}: {metric.column!r} is not a "
                 f"column of the events; available: {listing}",
@@ -371,7 +374,7 @@ def windowed_aggregates(
     generation's windows no longer line up with the new ones, so the boundary is in event
     time: events before it were counted by the old generation, the rest by this one.
     """
-    _check_columns(events, keys, metrics)
+    check_columns(events.columns, keys, metrics)
     if replay_from_event_ms is not None:
         events = events.where(F.col(EVENT_TIME) >= F.timestamp_millis(F.lit(replay_from_event_ms)))
     inputs = [m.column for m in metrics if m.column != "*"]

@@ -45,6 +45,11 @@ def test_the_demo_upgrades_without_loss_and_says_so(
     assert "  (exit 3, " in finished.stdout, shown
     # What it leaves for the reader to look at and run commands on.
     assert (work / "version-1.toml").is_file() and (work / "version-2.toml").is_file()
+    # The reviewed plan, applied by file.
+    assert (work / "upgrade-plan.json").is_file()
+    assert "$ {{ cookiecutter.package_name }} --config version-2.toml upgrade apply upgrade-plan.json" in (
+        finished.stdout
+    ), shown
     assert sorted(p.name for p in (work / "data" / "output").iterdir()) == [
         "generation-1",
         "generation-2",

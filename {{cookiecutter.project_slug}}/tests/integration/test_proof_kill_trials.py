@@ -25,15 +25,13 @@ import support.driver_process as driver_process
 import support.kafka_backends as kafka
 import support.oracle as oracle
 import support.pipelines as pipelines
+import support.plans as plans
 import support.soak_table as soak_table
 import support.spark
 import support.waiting as waiting
 from {{ cookiecutter.package_name }}.app.run import (
     RunRequest,
     run_pipeline,
-)
-from {{ cookiecutter.package_name }}.app.upgrade import (
-    plan_command,
 )
 from {{ cookiecutter.package_name }}.layout import (
     GenerationLayout,
@@ -47,6 +45,9 @@ from {{ cookiecutter.package_name }}.ledger.records import (
 from {{ cookiecutter.package_name }}.settings import (
     Settings,
     load_settings,
+)
+from {{ cookiecutter.package_name }}.upgrade.commands import (
+    plan_command,
 )
 
 pytestmark = pytest.mark.integration
@@ -235,9 +236,9 @@ def test_kill_9_at_random_moments_loses_and_repeats_nothing(
     # 3. A plan made now, on whatever the kills left, restarts each partition exactly at the
     #    first event that can still reach an unwritten window.
     version_2 = load_settings(env={}, overrides=[*overrides, VERSION_2]).settings
-    plan = json.loads(
+    plan = plans.planned(
         plan_command(version_2, as_json=True, accept_data_loss=False, spark=lambda: spark)
-    )["plan"]
+    )
     w = oracle.final_watermark_ms(checkpoint)
     end = oracle.end_offsets(checkpoint, oracle.committed_batches(checkpoint)[-1])[topic]
     needed = {
@@ -253,8 +254,8 @@ def test_kill_9_at_random_moments_loses_and_repeats_nothing(
         )
         for partition, end_offset in end.items()
     }
-    planned = json.loads(plan["restart_offsets"])[topic]
-    plan_verdict = "exact" if planned == needed and plan["watermark_ms"] == w else "WRONG"
+    planned = plans.restart_offsets(plan, topic)
+    plan_verdict = "exact" if planned == needed and plan.watermark_ms == w else "WRONG"
     row_plan = f"W {oracle.clock(w)}, {plan_verdict}"
 
     # 4. Let the job finish what is in Kafka, on the same checkpoint.
@@ -303,7 +304,7 @@ def test_kill_9_at_random_moments_loses_and_repeats_nothing(
     )
     comparison.check()
     assert not untrue, "the ledger does not tell the checkpoint's truth:\n" + "\n".join(untrue)
-    assert plan["watermark_ms"] == w, (plan["watermark_ms"], w)
+    assert plan.watermark_ms == w, (plan.watermark_ms, w)
     assert planned == needed, (
         f"the plan made after the kills restarts at {planned}; the first offsets that can "
         f"reach a window ending after W = {oracle.clock(w)} are {needed}"

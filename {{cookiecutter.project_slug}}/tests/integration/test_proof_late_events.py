@@ -14,7 +14,6 @@ would have judged it too. The honest guarantee is what this file checks, on real
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from pathlib import Path
 
@@ -24,12 +23,10 @@ from pyspark.sql import SparkSession
 import support.kafka_backends as kafka
 import support.oracle as oracle
 import support.pipelines as pipelines
+import support.plans as plans
 from {{ cookiecutter.package_name }}.app.run import (
     RunRequest,
     run_pipeline,
-)
-from {{ cookiecutter.package_name }}.app.upgrade import (
-    plan_command,
 )
 from {{ cookiecutter.package_name }}.cli import (
     main,
@@ -43,6 +40,12 @@ from {{ cookiecutter.package_name }}.ledger.opening import (
 from {{ cookiecutter.package_name }}.settings import (
     Settings,
     load_settings,
+)
+from {{ cookiecutter.package_name }}.upgrade.commands import (
+    plan_command,
+)
+from {{ cookiecutter.package_name }}.upgrade.plan import (
+    UpgradePlan,
 )
 
 pytestmark = pytest.mark.integration
@@ -134,13 +137,13 @@ def test_a_restart_counts_each_event_once_and_drops_exactly_the_late_ones(
     # Told not to read Kafka, it does not guess; it names only the event time they precede.
     overrides = pipelines.pipeline_overrides(tmp_path, bootstrap, topic, rate, VERSION_2)
     version_2 = load_settings(env={}, overrides=overrides).settings
-    unscanned = json.loads(
+    unscanned = plans.planned(
         plan_command(
             version_2, as_json=True, accept_data_loss=False, scan=False, spark=lambda: spark
         )
-    )["plan"]
-    assert unscanned["late_records"] is None
-    assert unscanned["late_before_event_ms"] == closed_until
+    )
+    assert unscanned.late_records is None
+    assert unscanned.late_before_event_ms == closed_until
     options = [f"--set={option}" for option in overrides]
     capsys.readouterr()
     assert main([*options, "upgrade", "plan"]) == 0
@@ -151,8 +154,8 @@ def test_a_restart_counts_each_event_once_and_drops_exactly_the_late_ones(
     with open_store(version_2.ledger, spark=lambda: spark) as store:
         recorded = store.generation(version_2.pipeline.name, 2)
     assert recorded is not None and recorded.plan is not None
-    assert recorded.plan["watermark_ms"] == w
-    assert recorded.plan["late_records"] == len(dropped)
+    assert UpgradePlan.from_json(recorded.plan).watermark_ms == w
+    assert UpgradePlan.from_json(recorded.plan).late_records == len(dropped)
 
     run(version_2, spark)
 

@@ -36,14 +36,14 @@ from {{ cookiecutter.package_name }}.app.run import (
     RunRequest,
     run_pipeline,
 )
-from {{ cookiecutter.package_name }}.app.upgrade import (
-    apply_command,
-)
 from {{ cookiecutter.package_name }}.layout import (
     GenerationLayout,
 )
 from {{ cookiecutter.package_name }}.settings import (
     Settings,
+)
+from {{ cookiecutter.package_name }}.upgrade.commands import (
+    apply_command,
 )
 
 pytestmark = pytest.mark.integration

@@ -8,7 +8,6 @@ key across both generations.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -25,20 +24,21 @@ from pyspark.sql import SparkSession
 import support.kafka_backends as kafka
 import support.oracle as oracle
 import support.pipelines as pipelines
+import support.plans as plans
 import support.waiting as waiting
 from {{ cookiecutter.package_name }}.app.run import (
     RunRequest,
     run_pipeline,
-)
-from {{ cookiecutter.package_name }}.app.upgrade import (
-    apply_command,
-    plan_command,
 )
 from {{ cookiecutter.package_name }}.layout import (
     GenerationLayout,
 )
 from {{ cookiecutter.package_name }}.settings import (
     Settings,
+)
+from {{ cookiecutter.package_name }}.upgrade.commands import (
+    apply_command,
+    plan_command,
 )
 
 pytestmark = pytest.mark.integration
@@ -125,11 +125,11 @@ def test_partitions_added_to_the_topic_are_read_from_their_earliest_offsets(
     log.produce(topic, pipelines.page_views(ARTICLES, TIMES[READ_BY_GENERATION_1:], 3))
     version_2 = pipelines.pipeline_settings(tmp_path, log.bootstrap, topic, VERSION_2)
 
-    plan = json.loads(
+    plan = plans.planned(
         plan_command(version_2, as_json=True, accept_data_loss=False, spark=lambda: spark)
-    )["plan"]
-    assert plan["partitions_added"] == [f"{topic}:2"]
-    assert json.loads(plan["restart_offsets"])[topic]["2"] == -2  # earliest
+    )
+    assert plans.added(plan) == [f"{topic}:2"]
+    assert plans.restart_offsets(plan, topic)["2"] == -2  # earliest
     apply_command(version_2, accept_data_loss=False, spark=lambda: spark)
     run(version_2, spark)
 

@@ -23,11 +23,6 @@ from {{ cookiecutter.package_name }}.app.run import (
     RunRequest,
     run_pipeline,
 )
-from {{ cookiecutter.package_name }}.app.upgrade import (
-    APPLY_STEPS,
-    PlanAlreadyAppliedError,
-    apply_command,
-)
 from {{ cookiecutter.package_name }}.layout import (
     GenerationLayout,
 )
@@ -37,6 +32,16 @@ from {{ cookiecutter.package_name }}.ledger.opening import (
 from {{ cookiecutter.package_name }}.settings import (
     Settings,
     load_settings,
+)
+from {{ cookiecutter.package_name }}.upgrade.commands import (
+    APPLY_STEPS,
+    apply_command,
+)
+from {{ cookiecutter.package_name }}.upgrade.errors import (
+    PlanAlreadyAppliedError,
+)
+from {{ cookiecutter.package_name }}.upgrade.plan import (
+    UpgradePlan,
 )
 
 pytestmark = pytest.mark.integration
@@ -180,4 +185,6 @@ def test_the_new_generation_killed_around_its_first_commit_finishes_exactly(
     with open_store(upgrade.version_1.ledger, spark=lambda: spark) as store:
         record = store.generation(upgrade.version_1.pipeline.name, 2)
     assert record is not None and record.plan is not None
-    assert record.plan["consumed_at_ms"] is not None, "the restarted run never marked its plan"
+    assert UpgradePlan.from_json(record.plan).consumed_at_ms is not None, (
+        "the restarted run never marked its plan"
+    )

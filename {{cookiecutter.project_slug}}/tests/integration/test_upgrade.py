@@ -12,17 +12,11 @@ from pyspark.sql import DataFrame, SparkSession
 import support.background_run as background
 import support.kafka_backends as kafka
 import support.pipelines as pipelines
+import support.plans as plans
 import support.waiting as waiting
 from {{ cookiecutter.package_name }}.app.run import (
     RunRequest,
     run_pipeline,
-)
-from {{ cookiecutter.package_name }}.app.upgrade import (
-    APPLY_STEPS,
-    PlanAlreadyAppliedError,
-    apply_command,
-    plan_command,
-    rollback_command,
 )
 from {{ cookiecutter.package_name }}.layout import (
     GenerationLayout,
@@ -38,6 +32,15 @@ from {{ cookiecutter.package_name }}.output_reader import (
 )
 from {{ cookiecutter.package_name }}.settings import (
     Settings,
+)
+from {{ cookiecutter.package_name }}.upgrade.commands import (
+    APPLY_STEPS,
+    apply_command,
+    plan_command,
+    rollback_command,
+)
+from {{ cookiecutter.package_name }}.upgrade.errors import (
+    PlanAlreadyAppliedError,
 )
 
 pytestmark = pytest.mark.integration
@@ -113,18 +116,17 @@ def test_adding_an_aggregate_upgrades_without_loss_or_duplicates(
         VERSION_2,
     )
 
-    shown = json.loads(
+    plan = plans.planned(
         plan_command(version_2, as_json=True, accept_data_loss=False, spark=lambda: spark)
     )
-    plan = shown["plan"]
-    assert shown["advice"]["verdict"] == "needs_new_checkpoint"
-    assert [c["path"] for c in shown["advice"]["changes"]] == ["aggregates", "output_schema"]
+    assert plan.advice.verdict == "needs_new_checkpoint"
+    assert [c.path for c in plan.advice.changes] == ["aggregates", "output_schema"]
     w_1 = times[39] - DELAY_MS
-    assert plan["watermark_ms"] == w_1
+    assert plan.watermark_ms == w_1
     # The open window 10:30-10:40 holds events 30..39: offsets 15..19 of each partition.
     topic = settings.kafka.topics[0]
-    assert json.loads(plan["restart_offsets"]) == {topic: {"0": 15, "1": 15}}
-    assert plan["records_to_replay"] == 10
+    assert plans.restart_offsets(plan, topic) == {"0": 15, "1": 15}
+    assert plan.records_to_replay == 10
 
     apply_command(version_2, accept_data_loss=False, spark=lambda: spark)
     kafka.produce(
@@ -233,11 +235,11 @@ def test_a_second_upgrade_writes_nothing_the_first_generation_wrote(
         'aggregation.metrics={"views": "count(*)", "users": "approx_count_distinct(user_id)", '
         '"first_user": "min(user_id)"}',
     )
-    plan = json.loads(
+    plan = plans.planned(
         plan_command(version_3, as_json=True, accept_data_loss=False, spark=lambda: spark)
-    )["plan"]
-    assert plan["watermark_ms"] == w_1
-    assert plan["replay_filter"] == f"window.end > {w_1}"
+    )
+    assert plan.watermark_ms == w_1
+    assert plan.replay_filter.describe() == f"window.end > {w_1}"
     apply_command(version_3, accept_data_loss=False, spark=lambda: spark)
     kafka.produce(bootstrap, topic, events[41:])
     run(version_3, spark)
@@ -314,14 +316,14 @@ def test_a_new_window_counts_each_event_once_across_generations(
     five_minutes = pipelines.pipeline_settings(
         tmp_path, kafka_backend.bootstrap_servers, topic, "window.duration=5 minutes"
     )
-    plan = json.loads(
+    plan = plans.planned(
         plan_command(five_minutes, as_json=True, accept_data_loss=False, spark=lambda: spark)
-    )["plan"]
+    )
     # The old 10-minute grid no longer lines up: the boundary is the old T_min, in event time.
     t_min = BASE_MS - BASE_MS % WINDOW_MS + 3 * WINDOW_MS
-    assert plan["window_changed"] is True
-    assert plan["replay_from_event_ms"] == t_min
-    assert plan["replay_after_ms"] is None
+    assert plan.window_changed is True
+    assert plan.replay_filter.event_time_from_ms == t_min
+    assert plan.replay_filter.window_end_after_ms is None
 
     apply_command(five_minutes, accept_data_loss=False, spark=lambda: spark)
     kafka.produce(
@@ -361,15 +363,15 @@ def test_a_new_topic_starts_at_its_earliest_offsets_and_the_old_ones_where_plann
         tmp_path, bootstrap, old_topic, f"kafka.topics={old_topic},{new_topic}"
     )
 
-    plan = json.loads(
+    plan = plans.planned(
         plan_command(two_topics, as_json=True, accept_data_loss=False, spark=lambda: spark)
-    )["plan"]
+    )
     # Both connectors want every subscribed partition named in startingOffsets.
-    assert json.loads(plan["restart_offsets"]) == {
+    assert json.loads(plan.starting_offsets) == {
         old_topic: {"0": 15, "1": 15},
         new_topic: {"0": -2, "1": -2},
     }
-    assert plan["partitions_added"] == [f"{new_topic}:0", f"{new_topic}:1"]
+    assert plans.added(plan) == [f"{new_topic}:0", f"{new_topic}:1"]
 
     apply_command(two_topics, accept_data_loss=False, spark=lambda: spark)
     run(two_topics, spark)

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import hashlib
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -17,6 +21,7 @@ from {{ cookiecutter.package_name }}.app.run import (
     run_pipeline,
 )
 from {{ cookiecutter.package_name }}.cli import (
+    PROG,
     main,
 )
 from {{ cookiecutter.package_name }}.layout import (
@@ -152,3 +157,83 @@ def test_offsets_out_of_retention(
     # event times are unknowable, so the planner cannot rule them out.
     assert "partition 0 needs offset 0, the earliest available is 17" in error
     assert "--accept-data-loss" in error
+
+
+def cli_without_java(
+    options: list[str], *arguments: str, cwd: Path
+) -> subprocess.CompletedProcess[str]:
+    """The CLI as its own process on a machine with no Java: any JVM start would fail."""
+    path = os.pathsep.join(
+        entry
+        for entry in os.environ.get("PATH", "").split(os.pathsep)
+        if not (Path(entry) / "java").exists()
+    )
+    env = {
+        **{k: v for k, v in os.environ.items() if k not in ("JAVA_HOME", "SPARK_HOME")},
+        "PATH": path,
+        "JAVA_HOME": str(cwd / "no-java-here"),
+        "PYTHONPATH": os.pathsep.join(p for p in sys.path if p),
+    }
+    return subprocess.run(
+        [sys.executable, "-m", PROG, *arguments[:2], *options, *arguments[2:]],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+def test_a_reviewed_plan_is_made_and_applied_without_a_jvm(
+    ran: tuple[list[str], str], tmp_path: Path
+) -> None:
+    options, topic = ran
+    plan_file = tmp_path / "upgrade.json"
+    planned = cli_without_java(options, "upgrade", "plan", "--out", str(plan_file), cwd=tmp_path)
+    assert planned.returncode == 0, planned.stderr
+    assert f"Plan written to {plan_file}" in planned.stdout
+    applied = cli_without_java(options, "upgrade", "apply", str(plan_file), cwd=tmp_path)
+    assert applied.returncode == 0, applied.stderr
+    assert "generation 2 planned and applied" in applied.stdout
+    # The open window 10:30-10:40 holds events 30..39: offsets 15..19 of each partition.
+    starts = json.dumps({topic: {"0": 15, "1": 15}}, separators=(",", ":"))
+    assert f"starts at   {starts}" in applied.stdout
+
+
+def test_a_plan_is_refused_once_the_old_generation_committed_more(
+    ran: tuple[list[str], str],
+    spark: SparkSession,
+    kafka_backend: kafka.KafkaBackend,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    options, topic = ran
+    plan_file = tmp_path / "upgrade.json"
+    assert main([*options, "upgrade", "plan", "--out", str(plan_file)]) == 0
+    # Generation 1 runs once more after the review: ten more events, one more batch.
+    times = [pipelines.BASE_MS + i * pipelines.MINUTE_MS for i in range(40, 50)]
+    kafka.produce(
+        kafka_backend.bootstrap_servers,
+        topic,
+        pipelines.page_views(["a1", "a2"], times, partitions=2),
+    )
+    settings_1 = load_settings(
+        env={}, overrides=[o.removeprefix("--set=") for o in options[:-1]]
+    ).settings
+    before_run = last_commit(GenerationLayout(settings_1.pipeline.root, 1).checkpoint)
+    run_pipeline(RunRequest(settings=settings_1, available_now=True, echo=lambda _: None), spark)
+    after_run = last_commit(GenerationLayout(settings_1.pipeline.root, 1).checkpoint)
+    assert after_run > before_run
+    code, error = refuse([*options, "upgrade", "apply", str(plan_file)], tmp_path, capsys)
+    assert code == 2
+    assert error.count("\n") == 1, error
+    assert "is stale, nothing was applied" in error
+    assert f"committed up to batch {after_run} since the plan, which was made after batch " in (
+        error
+    )
+
+
+def last_commit(checkpoint: str) -> int:
+    """The highest ``commits/N`` (Spark also keeps ``.N.crc`` files there)."""
+    return max(int(p.name) for p in (Path(checkpoint) / "commits").iterdir() if p.name.isdigit())

@@ -12,11 +12,11 @@ import signal
 import sys
 from typing import Any
 
-from {{ cookiecutter.package_name }}.app import (
-    upgrade,
-)
 from {{ cookiecutter.package_name }}.cli import (
     main,
+)
+from {{ cookiecutter.package_name }}.upgrade import (
+    commands as upgrade,
 )
 
 

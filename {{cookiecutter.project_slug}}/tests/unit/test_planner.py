@@ -15,28 +15,42 @@ from {{ cookiecutter.package_name }}.offsets import (
     InvalidOffsetsError,
     PartitionKey,
 )
-from {{ cookiecutter.package_name }}.planner import (
+from {{ cookiecutter.package_name }}.upgrade.errors import (
+    InconsistentInputsError,
+    LedgerAheadError,
+    NoCommittedBatchError,
+    PlanningError,
+    UnknownWatermarkError,
+)
+from {{ cookiecutter.package_name }}.upgrade.history import (
     EARLIEST,
     BatchFacts,
     CheckpointBatch,
     CheckpointFacts,
-    InconsistentInputsError,
-    LateRecords,
-    LedgerAheadError,
-    NoCommittedBatchError,
-    OffsetsOutOfRetentionError,
-    PlanningError,
-    RestartPlan,
-    Scan,
-    UnknownWatermarkError,
-    check_retention,
-    count_late_records,
-    earliest_open_event_ms,
     flat_offsets,
+)
+from {{ cookiecutter.package_name }}.upgrade.late_records import (
+    LateRecords,
+    count_late_records,
+)
+from {{ cookiecutter.package_name }}.upgrade.replay_filter import (
     late_event_threshold_ms,
-    plan_restart,
     replay_filter_bounds,
+)
+from {{ cookiecutter.package_name }}.upgrade.restart import (
+    RestartPlan,
+    plan_restart,
+)
+from {{ cookiecutter.package_name }}.upgrade.retention import (
+    OffsetsOutOfRetentionError,
+    check_retention,
+)
+from {{ cookiecutter.package_name }}.upgrade.tightening import (
+    Scan,
     tighten,
+)
+from {{ cookiecutter.package_name }}.upgrade.windows import (
+    earliest_open_event_ms,
 )
 from {{ cookiecutter.package_name }}.validation import (
     InvalidValueError,

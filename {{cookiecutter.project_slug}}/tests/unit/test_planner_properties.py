@@ -46,17 +46,25 @@ import support.append_simulator as simulator
 from {{ cookiecutter.package_name }}.offsets import (
     PartitionKey,
 )
-from {{ cookiecutter.package_name }}.planner import (
+from {{ cookiecutter.package_name }}.upgrade.history import (
     BatchFacts,
     CheckpointBatch,
     CheckpointFacts,
+)
+from {{ cookiecutter.package_name }}.upgrade.restart import (
     RestartPlan,
-    Scan,
+    plan_restart,
+)
+from {{ cookiecutter.package_name }}.upgrade.retention import (
     check_retention,
+)
+from {{ cookiecutter.package_name }}.upgrade.tightening import (
+    Scan,
+    tighten,
+)
+from {{ cookiecutter.package_name }}.upgrade.windows import (
     earliest_open_event_ms,
     last_written_window_end_ms,
-    plan_restart,
-    tighten,
 )
 from {{ cookiecutter.package_name }}.validation import (
     WindowSpec,

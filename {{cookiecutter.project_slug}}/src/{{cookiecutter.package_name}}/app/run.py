@@ -23,7 +23,6 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming.query import StreamingQuery
 
 from .. import transformations
-from ..advisor import Verdict, advise, with_history
 from ..checkpoint.errors import CheckpointError
 from ..checkpoint.reader import read_checkpoint
 from ..errors import PipelineError
@@ -38,9 +37,12 @@ from ..sink import Trigger, start_file_sink
 from ..source.connector import read_kafka_stream
 from ..spark_session import build_spark_session
 from ..storage import absolute_uri
+from ..upgrade.advisor import Verdict, advise
+from ..upgrade.plan import UpgradePlan
+from ..upgrade.signature import PipelineSignature, SignatureError
 from .generations import committed_generations, current_generation
 from .progress import ConsoleProgress
-from .signature import build_signature
+from .signature import derive_signature
 from .timestamps import iso_utc
 
 log = logging.getLogger(__name__)
@@ -189,9 +191,7 @@ def _run_generation(
         notes.append(
             "  rate limit  off for the replay batch, which runs on its own; on again after it"
         )
-    plan_pending = [
-        record is not None and record.plan is not None and not record.plan.get("consumed_at_ms")
-    ]
+    plan_pending = [start.plan is not None and start.plan.consumed_at_ms is None]
 
     def mark_plan_consumed() -> None:
         if plan_pending[0] and _mark_plan_consumed(store, pipeline, layout):
@@ -199,7 +199,9 @@ def _run_generation(
 
     aggregates = _aggregates_frame(spark, settings, layout, start)
     quarantine = _quarantine_frame(spark, settings, layout, start)
-    _record_generation(store, settings, layout, build_signature(spark, settings, layout))
+    _record_generation(
+        store, settings, layout, derive_signature(settings, layout, spark_version=spark.version)
+    )
     unrecorded = _mark_unrecorded_batches(store, pipeline, layout)
     if unrecorded:
         notes.append(
@@ -352,37 +354,46 @@ def _wait_for_ledger(
 class GenerationStart:
     """How a generation's queries start: from the settings, or from an applied plan."""
 
-    starting_offsets: str | None = None  # for the aggregates query; None: the settings'
-    quarantine_offsets: str | None = None
-    # W of the generation before: (event, window) pairs with window end <= W are dropped,
-    # for the whole life of the generation, since its checkpoint expects that query plan.
-    replay_after_ms: int | None = None
-    # Set instead when the window changed: events before it belong to the old generation.
-    replay_from_event_ms: int | None = None
+    plan: UpgradePlan | None = None
 
     @property
     def from_plan(self) -> bool:
-        return self.replay_after_ms is not None or self.replay_from_event_ms is not None
+        return self.plan is not None
+
+    @property
+    def starting_offsets(self) -> str | None:
+        """For the aggregates query; None: the settings' own."""
+        return None if self.plan is None else self.plan.starting_offsets
+
+    @property
+    def quarantine_offsets(self) -> str | None:
+        return None if self.plan is None else self.plan.quarantine_starting_offsets
+
+    @property
+    def replay_after_ms(self) -> int | None:
+        """W of the generation before: (event, window) pairs with window end <= W are
+        dropped for the whole life of the generation, since its checkpoint expects that
+        query plan."""
+        return None if self.plan is None else self.plan.replay_filter.window_end_after_ms
+
+    @property
+    def replay_from_event_ms(self) -> int | None:
+        """Set when a window change split the generations in event time."""
+        return None if self.plan is None else self.plan.replay_filter.event_time_from_ms
 
 
 def generation_start(record: GenerationRecord | None) -> GenerationStart:
     """The start of the generation ``record`` describes; refuses a plan left half applied."""
     if record is None or record.plan is None:
         return GenerationStart()
-    plan = record.plan
-    if record.status is GenerationStatus.PLANNED and plan.get("applied_at_ms") is None:
+    plan = UpgradePlan.from_json(record.plan)
+    if record.status is GenerationStatus.PLANNED and plan.applied_at_ms is None:
         raise UpgradeIncompleteError(
             f"generation {record.generation} of {record.pipeline!r} is planned but its plan "
             "was not applied completely: run `upgrade apply` to finish it, or "
             "`upgrade rollback` to go back"
         )
-    after, from_event = plan.get("replay_after_ms"), plan.get("replay_from_event_ms")
-    return GenerationStart(
-        starting_offsets=str(plan["restart_offsets"]),
-        quarantine_offsets=str(plan["quarantine_offsets"]),
-        replay_after_ms=None if after is None else int(str(after)),
-        replay_from_event_ms=None if from_event is None else int(str(from_event)),
-    )
+    return GenerationStart(plan)
 
 
 def _aggregates_frame(
@@ -424,13 +435,14 @@ def _mark_plan_consumed(store: OffsetStore, pipeline: str, layout: GenerationLay
     True when the plan is (now) marked consumed.
     """
     record = store.generation(pipeline, layout.generation)
-    if record is None or record.plan is None or record.plan.get("consumed_at_ms") is not None:
+    plan = None if record is None or record.plan is None else UpgradePlan.from_json(record.plan)
+    if record is None or plan is None or plan.consumed_at_ms is not None:
         return True
     if _last_committed(layout.checkpoint) is None:
         return False
     now_ms = time.time_ns() // 1_000_000
     store.record_generation(
-        replace(record, plan={**record.plan, "consumed_at_ms": now_ms}, updated_at_ms=now_ms)
+        replace(record, plan=plan.consumed(now_ms).to_json(), updated_at_ms=now_ms)
     )
     return True
 
@@ -482,12 +494,13 @@ def _record_generation(
     store: OffsetStore,
     settings: Settings,
     layout: GenerationLayout,
-    signature: dict[str, object],
+    signature: PipelineSignature,
 ) -> None:
     now_ms = time.time_ns() // 1_000_000
     existing = store.generation(settings.pipeline.name, layout.generation)
+    recorded = _recorded_signature(existing)
     if existing is not None and existing.signature:
-        advice = advise(existing.signature, signature)
+        advice = advise(existing.signature, signature.to_json())
         if advice.verdict is Verdict.NEEDS_NEW_CHECKPOINT:
             raise UpgradeRequiredError(
                 f"generation {layout.generation}'s checkpoint cannot carry this version of the "
@@ -504,12 +517,22 @@ def _record_generation(
             status=GenerationStatus.RUNNING,
             # With the largest watermark delay of any run so far: the upgrade planner needs
             # it to bound the events of batches the ledger missed.
-            signature=with_history(signature, None if existing is None else existing.signature),
+            signature=signature.with_history(recorded).to_json(),
             plan=None if existing is None else existing.plan,
             created_at_ms=now_ms if existing is None else existing.created_at_ms,
             updated_at_ms=now_ms,
         )
     )
+
+
+def _recorded_signature(record: GenerationRecord | None) -> PipelineSignature | None:
+    """The signature an earlier run recorded, for its history; None if none is readable."""
+    if record is None or not record.signature:
+        return None
+    try:
+        return PipelineSignature.from_json(record.signature)
+    except SignatureError:
+        return None
 
 
 def _wait(

@@ -1,88 +1,50 @@
-"""The pipeline's signature: what a checkpoint's compatibility depends on.
+"""The signature of the job the current code and settings build, derived without Spark.
 
-It is recorded in the ledger when a generation starts. The upgrade advisor compares the
-signature a checkpoint was written with against the one the current code and settings
-build, following Spark's rules on what may change across a restart on the same checkpoint:
-the number and kind of sources, the subscribed topics, the sink's path, and stateful
-operators with their state schema.
+`run` records it when a generation starts; `upgrade plan` and `apply` compare it with the one
+the old generation recorded. The output schema comes from ``aggregate_types``, whose table of
+Spark's type rules a unit test checks against Spark itself, so no command needs a JVM for
+it. The Spark version is the running session's when there is one, else the installed
+pyspark's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import pyspark
 
-from pyspark.sql import SparkSession
-
-from .. import transformations
+from .. import aggregate_types, transformations
 from ..layout import GenerationLayout
 from ..settings import Settings
-from ..source.schema import spark_schema
-
-OUTPUT_MODE = "append"
+from ..upgrade.signature import OUTPUT_MODE, Aggregate, Column, PipelineSignature, SourceSignature
 
 
-def pipeline_signature(
-    settings: Settings,
-    layout: GenerationLayout,
-    *,
-    aggregate_schema: Sequence[tuple[str, str]],
-    spark_version: str,
-) -> dict[str, object]:
-    """The signature of the job these settings build, as plain JSON-ready data.
-
-    ``aggregate_schema`` is the output's (column, Spark type) list, taken from the DataFrame
-    Spark planned, so a changed type is seen even when the settings look the same.
-    """
-    window = settings.window.spec
-    return {
-        "sources": [
-            {
-                "kind": "kafka",
-                "connector": settings.kafka.connector,
-                "topics": sorted(settings.kafka.topics),
-            }
-        ],
-        "event_time": {
-            "source": settings.events.time_source,
-            "field": settings.events.time_field,
-        },
-        "window": {
-            "duration_ms": window.duration_ms,
-            "slide_ms": window.slide_ms,
-            "watermark_delay_ms": window.watermark_delay_ms,
-        },
-        "grouping_keys": list(settings.aggregation.keys),
-        "aggregates": [
-            {"name": spec.name, "expression": spec.expression}
-            for spec in settings.aggregation.metric_specs
-        ],
-        "output_schema": [{"name": name, "type": type_} for name, type_ in aggregate_schema],
-        "sink": {"format": settings.sink.format, "path": layout.output},
-        "output_mode": OUTPUT_MODE,
-        "spark_version": spark_version,
-    }
-
-
-def build_signature(
-    spark: SparkSession, settings: Settings, layout: GenerationLayout
-) -> dict[str, object]:
-    """The signature of the job these settings build, planned by Spark without reading Kafka.
-
-    The output schema comes from running the job's own transformations over an empty
-    DataFrame of Kafka rows, so ``run`` and ``upgrade plan`` derive it the same way.
-    """
-    raw = spark.createDataFrame([], spark_schema(include_headers=False))
-    events = transformations.valid_events(
-        transformations.parse_events(
-            raw,
-            time_source=settings.events.time_source,
-            time_field=settings.events.time_field,
-            max_value_bytes=settings.events.max_value_bytes,
-        )
+def derive_signature(
+    settings: Settings, layout: GenerationLayout, *, spark_version: str | None = None
+) -> PipelineSignature:
+    """The signature of the job these settings build for ``layout``'s generation."""
+    aggregation = settings.aggregation
+    schema = aggregate_types.output_schema(
+        transformations.EVENT_SCHEMA,
+        time_source=settings.events.time_source,
+        time_field=settings.events.time_field,
+        keys=aggregation.keys,
+        metrics=aggregation.metric_specs,
     )
-    schema = transformations.aggregate_schema(
-        events, settings.aggregation.keys, settings.aggregation.metric_specs
-    )
-    return pipeline_signature(
-        settings, layout, aggregate_schema=schema, spark_version=spark.version
+    return PipelineSignature(
+        sources=(
+            SourceSignature(
+                kind="kafka",
+                connector=settings.kafka.connector,
+                topics=tuple(sorted(settings.kafka.topics)),
+            ),
+        ),
+        event_time_source=settings.events.time_source,
+        event_time_field=settings.events.time_field,
+        window=settings.window.spec,
+        grouping_keys=tuple(aggregation.keys),
+        aggregates=tuple(Aggregate(m.name, m.expression) for m in aggregation.metric_specs),
+        output_schema=tuple(Column(name, type_) for name, type_ in schema),
+        sink_format=settings.sink.format,
+        sink_path=layout.output,
+        output_mode=OUTPUT_MODE,
+        spark_version=spark_version or pyspark.__version__,
     )

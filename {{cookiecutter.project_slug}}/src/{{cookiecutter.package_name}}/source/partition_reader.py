@@ -28,6 +28,11 @@ from .schema import TIMESTAMP_TYPE_IDS, arrow_schema
 # vanish, small enough to keep a batch's memory modest.
 BATCH_RECORDS = 10_000
 _POLL_SLICE_S = 0.5
+# librdkafka stops fetching for fetch.queue.backoff.ms (1 s by default) whenever its local
+# queue holds more than queued.min.messages (100,000): a range longer than that was read at
+# half speed, the reader idle once its buffer ran dry. A short pause still lets the queue
+# drain (100,000 records take this reader about 0.3 s) without a busy fetch loop.
+FETCH_QUEUE_BACKOFF_MS = 20
 _OUT_OF_RANGE = {KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE}
 
 
@@ -36,6 +41,7 @@ def read_range(options: SourceOptions, offsets: OffsetRange) -> Iterator[Any]:
     consumer = create_consumer(
         {
             "group.id": f"{options.group_id_prefix}-executor-{uuid.uuid4().hex}",
+            "fetch.queue.backoff.ms": FETCH_QUEUE_BACKOFF_MS,
             **options.client_config,
             # An offset that is gone must surface as an error, never as a silent jump.
             "auto.offset.reset": "error",

@@ -26,6 +26,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
+from ..json_fields import JsonFields
+
 # The recorded signature's key for what earlier runs on the checkpoint ran with.
 HISTORY = "history"
 MAX_WATERMARK_DELAY_MS = "max_watermark_delay_ms"
@@ -56,9 +58,20 @@ class Change:
             "reason": self.reason,
         }
 
+    @classmethod
+    def from_json(cls, read: JsonFields) -> Change:
+        return cls(
+            path=read.text("path"),
+            old=read.raw("old"),
+            new=read.raw("new"),
+            needs_new_checkpoint=read.boolean("needs_new_checkpoint"),
+            reason=read.text("reason"),
+        )
+
     def sentence(self) -> str:
         verdict = "needs a new checkpoint" if self.needs_new_checkpoint else "is safe"
-        return f"{self.path}: {_show(self.old)} -> {_show(self.new)} {verdict}: {self.reason}"
+        change = f"{self.path}: {show_value(self.old)} -> {show_value(self.new)}"
+        return f"{change} {verdict}: {self.reason}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +84,14 @@ class Advice:
             "verdict": self.verdict.value,
             "changes": [change.to_json() for change in self.changes],
         }
+
+    @classmethod
+    def from_json(cls, read: JsonFields) -> Advice:
+        verdict = read.text("verdict")
+        if verdict not in set(Verdict):
+            allowed = ", ".join(Verdict)
+            raise read.error(f"advice verdict {verdict!r} is not one of {allowed}")
+        return cls(Verdict(verdict), tuple(Change.from_json(c) for c in read.children("changes")))
 
     def sentences(self) -> list[str]:
         if self.verdict is Verdict.SAME:
@@ -178,7 +199,7 @@ def _major(version: object) -> str:
     return str(version).split(".", 1)[0]
 
 
-def _show(value: object) -> str:
+def show_value(value: object) -> str:
     if value is None:
         return "(none)"
     if isinstance(value, list) and all(isinstance(v, Mapping) and "name" in v for v in value):

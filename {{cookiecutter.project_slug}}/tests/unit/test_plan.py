@@ -1,0 +1,263 @@
+"""The upgrade plan as a typed record: each fact once, a lossless JSON round trip, and one
+clear line for a document that is not a plan this version applies."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import support.plans as plan_documents
+from {{ cookiecutter.package_name }}.upgrade.advisor import (
+    Advice,
+    Change,
+    Verdict,
+)
+from {{ cookiecutter.package_name }}.upgrade.errors import (
+    PlanFormatError,
+    PlanFormatVersionError,
+)
+from {{ cookiecutter.package_name }}.upgrade.late_records import (
+    WaitingScan,
+)
+from {{ cookiecutter.package_name }}.upgrade.plan import (
+    FORMAT_VERSION,
+    PartitionRestart,
+    ReplayScan,
+    UpgradePlan,
+)
+from {{ cookiecutter.package_name }}.upgrade.replay_filter import (
+    ReplayFilter,
+)
+from {{ cookiecutter.package_name }}.upgrade.restart import (
+    RestartKind,
+)
+from {{ cookiecutter.package_name }}.upgrade.signature import (
+    Aggregate,
+    Column,
+    PipelineSignature,
+    SourceSignature,
+)
+from {{ cookiecutter.package_name }}.validation import (
+    WindowSpec,
+)
+
+MS = st.integers(min_value=0, max_value=4_102_444_800_000)  # up to 2100
+COUNT = st.integers(min_value=0, max_value=10**9)
+TEXT = st.text(min_size=1, max_size=12)
+WINDOW = st.builds(
+    lambda size, share, delay: WindowSpec(size, size // share, delay),
+    st.sampled_from([1_000, 60_000, 600_000, 3_600_000]),
+    st.sampled_from([1, 2, 5]),
+    st.integers(min_value=0, max_value=3_600_000),
+)
+SIGNATURE = st.builds(
+    PipelineSignature,
+    sources=st.tuples(
+        st.builds(
+            SourceSignature,
+            st.just("kafka"),
+            st.sampled_from(["python", "builtin"]),
+            st.lists(TEXT, min_size=1, max_size=3).map(tuple),
+        )
+    ),
+    event_time_source=st.sampled_from(["payload", "kafka"]),
+    event_time_field=TEXT,
+    window=WINDOW,
+    grouping_keys=st.lists(TEXT, max_size=3).map(tuple),
+    aggregates=st.lists(st.builds(Aggregate, TEXT, TEXT), max_size=3).map(tuple),
+    output_schema=st.lists(st.builds(Column, TEXT, TEXT), max_size=4).map(tuple),
+    sink_format=st.sampled_from(["parquet", "orc"]),
+    sink_path=TEXT,
+    output_mode=st.just("append"),
+    spark_version=st.sampled_from(["4.0.1", "4.2.0"]),
+    max_watermark_delay_ms=st.none() | st.integers(min_value=0, max_value=10**8),
+)
+FILTER = st.builds(ReplayFilter, st.none() | MS, st.none() | MS)
+JSON_VALUE = st.none() | st.integers() | TEXT | st.lists(st.integers(), max_size=3)
+ADVICE = st.builds(
+    Advice,
+    st.sampled_from(list(Verdict)),
+    st.lists(st.builds(Change, TEXT, JSON_VALUE, JSON_VALUE, st.booleans(), TEXT), max_size=3).map(
+        tuple
+    ),
+)
+REPLAY_SCAN = st.builds(ReplayScan, COUNT, COUNT, COUNT, COUNT, st.none() | COUNT, COUNT)
+
+
+@st.composite
+def partitions(draw: st.DrawFn) -> tuple[PartitionRestart, ...]:
+    keys = sorted(draw(st.sets(st.tuples(TEXT, st.integers(0, 500)), max_size=6)))
+    made = []
+    for topic, number in keys:
+        restart = draw(st.none() | st.integers(min_value=-2, max_value=10**9))
+        waiting = draw(
+            st.none()
+            | st.builds(
+                WaitingScan, st.just((topic, number)), COUNT, COUNT, COUNT, COUNT, COUNT, COUNT
+            )
+        )
+        made.append(
+            PartitionRestart(
+                topic=topic,
+                partition=number,
+                restart_offset=restart,
+                quarantine_offset=None if restart is None else draw(COUNT),
+                old_end_offset=draw(st.none() | COUNT),
+                kind=draw(st.sampled_from(list(RestartKind))),
+                reason=draw(st.text(max_size=40)),
+                lost_records=draw(COUNT),
+                replay_scan=draw(st.none() | REPLAY_SCAN),
+                waiting_scan=waiting,
+            )
+        )
+    return tuple(made)
+
+
+@st.composite
+def upgrade_plans(draw: st.DrawFn) -> UpgradePlan:
+    source = draw(st.integers(min_value=1, max_value=50))
+    return UpgradePlan(
+        pipeline=draw(TEXT),
+        root=draw(TEXT),
+        from_generation=source,
+        to_generation=source + draw(st.integers(min_value=1, max_value=3)),
+        last_committed_batch=draw(COUNT),
+        watermark_ms=draw(MS),
+        window=draw(WINDOW),
+        restart_batch=draw(st.none() | COUNT),
+        replay_filter=draw(FILTER),
+        late_before_event_ms=draw(st.none() | MS),
+        partitions=draw(partitions()),
+        notes=tuple(draw(st.lists(st.text(max_size=30), max_size=3))),
+        advice=draw(ADVICE),
+        from_signature=draw(TEXT),
+        to_signature=draw(SIGNATURE),
+        created_at_ms=draw(MS),
+        applied_at_ms=draw(st.none() | MS),
+        consumed_at_ms=draw(st.none() | MS),
+    )
+
+
+@settings(max_examples=200, deadline=None)
+@given(upgrade_plans())
+def test_a_plan_round_trips_through_its_json_text(plan: UpgradePlan) -> None:
+    text = json.dumps(plan.to_json())
+    assert UpgradePlan.from_json(json.loads(text)) == plan
+
+
+@settings(max_examples=100, deadline=None)
+@given(FILTER)
+def test_a_replay_filter_is_its_own_description(replay_filter: ReplayFilter) -> None:
+    assert ReplayFilter.from_json(replay_filter.to_json()) == replay_filter
+    assert replay_filter.to_json() == replay_filter.describe()
+
+
+# Facts of DESIGN's "Plan" section, by the key that holds each: every one must appear once.
+FACT_KEYS = (
+    "pipeline",
+    "from_generation",
+    "to_generation",
+    "last_committed_batch",
+    "watermark_ms",
+    "window",
+    "restart_offset",
+    "quarantine_offset",
+    "replay_filter",
+    "reason",
+    "advice",
+    "created_at_ms",
+    "applied_at_ms",
+    "consumed_at_ms",
+    "format_version",
+)
+# Totals and derived forms must not be stored beside the facts they come from.
+DERIVED_KEYS = (
+    "restart_offsets",
+    "records_to_replay",
+    "late_records",
+    "replay_after_ms",
+    "replay_from_event_ms",
+    "window_changed",
+    "partitions_added",
+    "starting_offsets",
+    "amplification",
+)
+
+
+def key_paths(value: object, path: str = "") -> list[str]:
+    """Every key's path, list positions left out: a key inside a list item counts once."""
+    found = []
+    if isinstance(value, dict):
+        for key, child in value.items():
+            found.append(f"{path}.{key}".lstrip("."))
+            found += key_paths(child, f"{path}.{key}")
+    elif isinstance(value, list):
+        for child in value:
+            found += key_paths(child, f"{path}[]")
+    return sorted(set(found))
+
+
+@settings(max_examples=50, deadline=None)
+@given(upgrade_plans())
+def test_the_plan_json_holds_each_fact_once_and_nothing_derived(plan: UpgradePlan) -> None:
+    paths = key_paths(plan.to_json())
+    # Keys of the signature and the advice's changes describe those documents, not the plan.
+    own = [p for p in paths if not p.startswith(("to_signature.", "advice.changes"))]
+    leaves = Counter(path.rsplit(".", 1)[-1] for path in own)
+    for key in FACT_KEYS:
+        assert leaves[key] <= 1, f"{key} appears {leaves[key]} times: {sorted(own)}"
+    present = [key for key in FACT_KEYS if leaves[key] == 0]
+    assert present in ([], ["restart_offset", "quarantine_offset", "reason"]), present
+    # Totals are the plan's; per partition, only records_to_replay is derived (a scan's own
+    # counts, late records among them, are facts of that scan).
+    document = plan.to_json()
+    assert not set(DERIVED_KEYS) & set(document), set(DERIVED_KEYS) & set(document)
+    for partition in document["partitions"]:  # type: ignore[attr-defined]
+        assert "records_to_replay" not in partition
+
+
+@pytest.mark.parametrize(
+    ("damage", "complaint"),
+    [
+        (lambda d: d.pop("watermark_ms"), "has no field 'watermark_ms'"),
+        (lambda d: d.update(watermark_ms="12"), "'watermark_ms' must be an integer, got str"),
+        (lambda d: d.update(watermark_ms=True), "'watermark_ms' must be an integer, got bool"),
+        (lambda d: d.update(replay_filter="window.end >= 5"), "replay_filter"),
+        (lambda d: d.update(replay_filter="window.end > 5 and event_time >= 1"), "canonical"),
+        (lambda d: d["partitions"][0].pop("reason"), "'partitions[0].reason'"),
+        (lambda d: d["partitions"][0].update(kind="sideways"), "kind 'sideways'"),
+        (lambda d: d["partitions"][0].update(quarantine_offset=None), "quarantine offset"),
+        (lambda d: d["advice"].update(verdict="maybe"), "verdict 'maybe'"),
+        (lambda d: d["to_signature"].pop("window"), "to_signature"),
+        (lambda d: d.update(to_generation=1), "goes nowhere"),
+        (lambda d: d.update(partitions=d["partitions"] * 2), "unique"),
+        (lambda d: d.update(format_version=0), "format version 0"),
+    ],
+)
+def test_a_damaged_document_is_refused_naming_what_is_wrong(damage: Any, complaint: str) -> None:
+    document = plan_documents.sample_plan_document()
+    damage(document)
+    with pytest.raises(PlanFormatError) as refused:
+        UpgradePlan.from_json(document)
+    assert complaint in str(refused.value)
+    assert "\n" not in str(refused.value)
+
+
+def test_a_plan_of_a_newer_format_is_refused_as_such() -> None:
+    document = {**plan_documents.sample_plan_document(), "format_version": FORMAT_VERSION + 1}
+    with pytest.raises(PlanFormatVersionError, match="newer than"):
+        UpgradePlan.from_json(document)
+
+
+def test_totals_are_computed_from_the_partitions() -> None:
+    plan = UpgradePlan.from_json(plan_documents.sample_plan_document())
+    assert plan.records_to_replay == 20
+    assert plan.starting_offsets == '{"t":{"0":20}}'
+    assert plan.quarantine_starting_offsets == '{"t":{"0":40}}'
+    assert plan.late_records is None  # nothing was scanned
+    assert not plan.window_changed
