@@ -25,6 +25,7 @@ whose count depends on where Jackson's read buffer splits a text over 32,768 cha
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import sys
@@ -68,11 +69,19 @@ UNSURE: Final = Unsure()
 
 @dataclass(frozen=True, slots=True)
 class ParsedRecord:
-    """What ``parse_events`` gives for one record; ``unsure`` says why it cannot be told."""
+    """What ``parse_events`` gives for one record; ``unsure`` says why it cannot be told.
+
+    ``limit`` names the rule behind a "not valid JSON" that only Spark's parser, in the
+    version and settings this mirror was checked against (Spark 4.2), imposes: duplicate
+    keys, NaN, a lone surrogate, a number, key, string or nesting past Jackson's limits.
+    ``parse`` gives that verdict as Spark 4.2 does; ``event_time_ms`` takes such a record
+    as unsure, since another Spark could read it as an event.
+    """
 
     reason: str | None
     event_time_us: int | None
     unsure: str | None = None
+    limit: str | None = None
 
 
 # -- Limits Spark's JSON parsing enforces ---------------------------------------------------
@@ -127,6 +136,13 @@ _FAST_DECODER = json.JSONDecoder(object_pairs_hook=_unique_object, parse_constan
 
 @dataclass(slots=True)
 class _Doubt:
+    why: str
+
+
+@dataclass(slots=True)
+class _Limit:
+    """Not valid JSON by a rule of Spark's parser rather than of JSON itself."""
+
     why: str
 
 
@@ -421,31 +437,41 @@ class EventParser:
     def parse(self, value: bytes | None, kafka_timestamp_us: int | None) -> ParsedRecord:
         """The record's ``malformed_reason`` and ``unix_micros(event_time)``, or why unsure."""
         outcome = self._outcome(value, kafka_timestamp_us)
-        if type(outcome) is str:
+        if isinstance(outcome, str):
             return ParsedRecord(outcome, None)
         if isinstance(outcome, _Doubt):
             return ParsedRecord(None, None, outcome.why)
-        return ParsedRecord(None, outcome)  # type: ignore[arg-type]
+        if isinstance(outcome, _Limit):
+            return ParsedRecord(_NOT_VALID_JSON, None, limit=outcome.why)
+        return ParsedRecord(None, outcome)
 
     def event_time_ms(
         self, value: bytes | None, kafka_timestamp_us: int | None
     ) -> int | Unsure | None:
-        """The event time floored to the millisecond; None when malformed (or no time)."""
+        """The event time floored to the millisecond; None when malformed (or no time).
+
+        UNSURE when unsure, and for a record only Spark's parser limits make malformed: a
+        scan takes it as one that may feed a window, which replays more, never less.
+        """
         outcome = self._outcome(value, kafka_timestamp_us)
         if type(outcome) is int:
             return outcome // 1000
-        if isinstance(outcome, _Doubt):
+        if isinstance(outcome, _Doubt | _Limit):
             return UNSURE
         return None
 
-    def _outcome(self, value: bytes | None, kafka_us: int | None) -> str | int | _Doubt | None:
+    def _outcome(
+        self, value: bytes | None, kafka_us: int | None
+    ) -> str | int | _Doubt | _Limit | None:
         """A reason (malformed), microseconds or None (valid), or a doubt."""
         try:
             return self._evaluate(value, kafka_us)
         except Exception as exc:  # never raise on a record; say it is not understood
             return _Doubt(f"unexpected {type(exc).__name__}: {exc}")
 
-    def _evaluate(self, value: bytes | None, kafka_us: int | None) -> str | int | _Doubt | None:
+    def _evaluate(
+        self, value: bytes | None, kafka_us: int | None
+    ) -> str | int | _Doubt | _Limit | None:
         if value is None:
             return _VALUE_NULL
         size = len(value)
@@ -460,7 +486,7 @@ class EventParser:
         document = _document(text, size)
         if document is _NOT_JSON:
             return _NOT_VALID_JSON
-        if isinstance(document, _Doubt):
+        if isinstance(document, _Doubt | _Limit):
             return document
         if text[0] != "{" and not text.lstrip(_JSON_SPACE).startswith("{"):
             return _NOT_OBJECT
@@ -509,7 +535,9 @@ def _document(text: str, size: int) -> object:
     if len(text) <= _SHORT_TEXT:
         try:
             root, end = _FAST_DECODER.raw_decode(wrapped)
-        except (ValueError, _Refused):
+        except _Refused as refused:
+            return _Limit(str(refused))
+        except ValueError:
             return _NOT_JSON
         except RecursionError:
             return _careful_document(wrapped, size)
@@ -517,7 +545,7 @@ def _document(text: str, size: int) -> object:
             # The root closed inside the value: its second element decides, checked below.
             return _careful_document(wrapped, size)
         if "\\u" in text and _has_lone_surrogate(root):
-            return _NOT_JSON
+            return _Limit("a lone surrogate escape")
         return _complete(root, size)
     return _careful_document(wrapped, size)
 
@@ -529,22 +557,24 @@ def _careful_document(wrapped: str, size: int) -> object:
     )
     try:
         root, end = _decode_deep(scan.decoder, wrapped)
-    except (ValueError, _Refused):
+    except _Refused as refused:
+        return _Limit(str(refused))
+    except ValueError:
         return _NOT_JSON
     except RecursionError:
         if _bracket_depth(wrapped) > _MAX_DEPTH:
-            return _NOT_JSON
+            return _Limit("nesting deeper than Jackson's limit")
         return _Doubt("nesting too deep for Python's json module to check")
     parsed = wrapped[:end]
     if parsed.count("[") + parsed.count("{") > _MAX_DEPTH and _bracket_depth(parsed) > _MAX_DEPTH:
-        return _NOT_JSON
+        return _Limit("nesting deeper than Jackson's limit")
     if "\\u" in parsed and _has_lone_surrogate(root):
-        return _NOT_JSON
+        return _Limit("a lone surrogate escape")
     if len(parsed) > _MAX_STRING_UNITS // 2 and any(
         len(text) * 2 > _MAX_STRING_UNITS and _utf16_units(text) > _MAX_STRING_UNITS
         for text in _iter_strings(root)
     ):
-        return _NOT_JSON
+        return _Limit("a string longer than Jackson's limit")
     document = _complete(root, size)
     # An incomplete document is refused whatever the doubts below would decide.
     if document is _NOT_JSON:
@@ -563,3 +593,28 @@ def _complete(root: object, size: int) -> object:
     if type(root) is not list or len(root) != 2 or _bigint_cast(root[1]) != size:
         return _NOT_JSON
     return root[0]
+
+
+# Bumped whenever a verdict rule here changes, so that plans made with the old rules are
+# refused rather than applied with records judged differently.
+PARSER_RULES_VERSION = 1
+
+
+def parser_digest(
+    schema: StructType, *, time_source: str, time_field: str, max_value_bytes: int
+) -> str:
+    """``sha256:`` and 16 hex digits of what decides a record's verdict: the schema (types
+    and which fields are required), the time settings and the size limit.
+
+    An upgrade plan names the digest its scans parsed with; a plan applied after any of
+    these changed could restart past records that are no longer malformed.
+    """
+    document = {
+        "schema": schema.jsonValue(),
+        "time_source": time_source,
+        "time_field": time_field,
+        "max_value_bytes": max_value_bytes,
+        "rules": PARSER_RULES_VERSION,
+    }
+    text = json.dumps(document, sort_keys=True, separators=(",", ":"))
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()[:16]

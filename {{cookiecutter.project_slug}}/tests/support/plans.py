@@ -47,7 +47,12 @@ def added(plan: UpgradePlan) -> list[str]:
 
 def sample_plan_document() -> dict[str, Any]:
     """A small plan's JSON: one partition of one topic, restarting at 20 of 40."""
-    plan = UpgradePlan(
+    return sample_plan().to_json()
+
+
+def sample_plan() -> UpgradePlan:
+    """A small plan: one partition of one topic, restarting at 20 of 40."""
+    return UpgradePlan(
         pipeline="page-views",
         root="file:///data",
         from_generation=1,
@@ -77,6 +82,6 @@ def sample_plan_document() -> dict[str, Any]:
             output_mode="append",
             spark_version="4.2.0",
         ),
+        parser_digest="sha256:fedcba9876543210",
         created_at_ms=1_763_900_000_000,
     )
-    return plan.to_json()

@@ -78,22 +78,38 @@ def test_without_a_scan_the_restart_is_the_first_feeding_batch_and_late_is_not_c
     assert plan.late_before_event_ms == fake.W - fake.W % (10 * fake.MINUTE_MS)
 
 
-@pytest.mark.parametrize(("starting", "position"), [("earliest", -2), ("latest", -1)])
-def test_a_partition_added_to_the_topic_starts_where_the_settings_say(
-    tmp_path: Path, starting: str, position: int
+@pytest.mark.parametrize("starting", ["earliest", "latest"])
+def test_a_partition_added_to_a_topic_already_read_starts_at_earliest(
+    tmp_path: Path, starting: str
 ) -> None:
     world = fake.make_world(tmp_path)
     world.broker.partitions_of[fake.TOPIC] = 3
-    plan = fake.plan_of(
-        world, fake.facts_of(world, fake.VERSION_2, f"kafka.starting_offsets={starting}")
-    )
+    facts = fake.facts_of(world, fake.VERSION_2, f"kafka.starting_offsets={starting}")
+    plan = fake.plan_of(world, facts)
     added = [p for p in plan.partitions if p.kind is RestartKind.SUBSCRIBED]
+    # Spark reads a partition that appears while a query runs from its earliest offset:
+    # starting it at latest would skip what was produced to it since it appeared.
     assert [(p.key, p.restart_offset, p.quarantine_offset) for p in added] == [
-        ((fake.TOPIC, 2), position, position)
+        ((fake.TOPIC, 2), -2, -2)
     ]
     assert added[0].old_end_offset is None
+    assert "as Spark starts a partition that appears while a query runs" in added[0].reason
     # Both connectors want every subscribed partition named in startingOffsets.
     assert set(plan.restart_offsets) == {(fake.TOPIC, 0), (fake.TOPIC, 1), (fake.TOPIC, 2)}
+
+
+@pytest.mark.parametrize(("starting", "position"), [("earliest", -2), ("latest", -1)])
+def test_a_newly_subscribed_topic_starts_where_the_settings_say(
+    tmp_path: Path, starting: str, position: int
+) -> None:
+    world = fake.make_world(tmp_path)
+    world.broker.partitions_of["clicks"] = 1
+    facts = fake.facts_of(
+        world, f"kafka.topics={fake.TOPIC},clicks", f"kafka.starting_offsets={starting}"
+    )
+    plan = fake.plan_of(world, facts)
+    added = {p.key: (p.restart_offset, p.quarantine_offset) for p in plan.partitions}
+    assert added[("clicks", 0)] == (position, position)
 
 
 def test_a_topic_no_longer_subscribed_is_dropped_and_a_new_one_added(tmp_path: Path) -> None:

@@ -162,7 +162,11 @@ def _compare(
             )
         reason, micros = expected
         expected_ms = None if reason is not None or micros is None else micros // 1000
-        if millis != expected_ms:
+        if mine.limit is not None:
+            # Malformed only by a limit of Spark's parser: a scan must take it as unsure.
+            if millis is not UNSURE:
+                problems.append(f"#{offset} {_show(value)}: {mine.limit}, yet {millis}")
+        elif millis != expected_ms:
             problems.append(f"#{offset} {_show(value)}: event_time_ms {millis} != {expected_ms}")
     return problems, unsure
 
@@ -864,9 +868,14 @@ def test_no_input_makes_it_raise_or_doubt(value: bytes) -> None:
         for stamp in (None, KAFKA_US):
             parsed = parser.parse(value, stamp)
             assert parsed.unsure is None, (value, parsed)
-            assert parser.event_time_ms(value, stamp) == (
-                None if parsed.event_time_us is None else parsed.event_time_us // 1000
+            expected = (
+                UNSURE
+                if parsed.limit is not None
+                else None
+                if parsed.event_time_us is None
+                else parsed.event_time_us // 1000
             )
+            assert parser.event_time_ms(value, stamp) == expected
 
 
 def test_event_time_ms_floors() -> None:
@@ -909,3 +918,22 @@ def test_refuses_the_settings_parse_events_refuses(
     with pytest.raises(InvalidValueError) as mirror_error:
         EventParser(schema=schema, **options)  # type: ignore[arg-type]
     assert str(mirror_error.value) == str(spark_error.value)
+
+
+def test_a_record_only_sparks_own_limits_refuse_is_unsure_to_a_scan() -> None:
+    """Spark 4.2 refuses these; another Spark, or other parser settings, might read them as
+    events, so a scan must not restart past them as if they were malformed for sure."""
+    parser = EVENTS.parser()
+    for value in (
+        b'{"article_id":"a1","article_id":"a2","event_time":"2026-11-22T10:15:00Z"}',
+        _event(x="NaN"),
+        _event(x='"\\ud800"'),
+        _event(x="[" * 2000 + "]" * 2000),
+    ):
+        parsed = parser.parse(value, KAFKA_US)
+        assert (parsed.reason, parsed.unsure) == ("value is not valid JSON", None), _show(value)
+        assert parsed.limit, _show(value)
+        assert parser.event_time_ms(value, KAFKA_US) is UNSURE
+    # Plain bad JSON is malformed whatever Spark reads it.
+    assert parser.parse(b'{"article_id":', KAFKA_US).limit is None
+    assert parser.event_time_ms(b'{"article_id":', KAFKA_US) is None

@@ -95,6 +95,8 @@ def partitions(draw: st.DrawFn) -> tuple[PartitionRestart, ...]:
     made = []
     for topic, number in keys:
         restart = draw(st.none() | st.integers(min_value=-2, max_value=10**9))
+        # A partition is in the restart offsets, or the old end offsets, or both.
+        old_end = draw(COUNT if restart is None else st.none() | COUNT)
         waiting = draw(
             st.none()
             | st.builds(
@@ -107,7 +109,7 @@ def partitions(draw: st.DrawFn) -> tuple[PartitionRestart, ...]:
                 partition=number,
                 restart_offset=restart,
                 quarantine_offset=None if restart is None else draw(COUNT),
-                old_end_offset=draw(st.none() | COUNT),
+                old_end_offset=old_end,
                 kind=draw(st.sampled_from(list(RestartKind))),
                 reason=draw(st.text(max_size=40)),
                 lost_records=draw(COUNT),
@@ -136,7 +138,8 @@ def upgrade_plans(draw: st.DrawFn) -> UpgradePlan:
         notes=tuple(draw(st.lists(st.text(max_size=30), max_size=3))),
         advice=draw(ADVICE),
         from_signature=draw(TEXT),
-        to_signature=draw(SIGNATURE),
+        to_signature=draw(st.none() | SIGNATURE),
+        parser_digest=draw(st.none() | TEXT),
         created_at_ms=draw(MS),
         applied_at_ms=draw(st.none() | MS),
         consumed_at_ms=draw(st.none() | MS),
@@ -158,6 +161,7 @@ def test_a_replay_filter_is_its_own_description(replay_filter: ReplayFilter) -> 
 
 
 # Facts of DESIGN's "Plan" section, by the key that holds each: every one must appear once.
+# The offsets are in DESIGN's one offsets form, as in the checkpoint and the ledger.
 FACT_KEYS = (
     "pipeline",
     "from_generation",
@@ -165,9 +169,11 @@ FACT_KEYS = (
     "last_committed_batch",
     "watermark_ms",
     "window",
-    "restart_offset",
-    "quarantine_offset",
+    "restart_offsets",
+    "quarantine_offsets",
+    "old_end_offsets",
     "replay_filter",
+    "records_to_replay",
     "reason",
     "advice",
     "created_at_ms",
@@ -175,10 +181,8 @@ FACT_KEYS = (
     "consumed_at_ms",
     "format_version",
 )
-# Totals and derived forms must not be stored beside the facts they come from.
+# Other totals and derived forms must not be stored beside the facts they come from.
 DERIVED_KEYS = (
-    "restart_offsets",
-    "records_to_replay",
     "late_records",
     "replay_after_ms",
     "replay_from_event_ms",
@@ -211,14 +215,14 @@ def test_the_plan_json_holds_each_fact_once_and_nothing_derived(plan: UpgradePla
     leaves = Counter(path.rsplit(".", 1)[-1] for path in own)
     for key in FACT_KEYS:
         assert leaves[key] <= 1, f"{key} appears {leaves[key]} times: {sorted(own)}"
-    present = [key for key in FACT_KEYS if leaves[key] == 0]
-    assert present in ([], ["restart_offset", "quarantine_offset", "reason"]), present
-    # Totals are the plan's; per partition, only records_to_replay is derived (a scan's own
-    # counts, late records among them, are facts of that scan).
+    absent = [key for key in FACT_KEYS if leaves[key] == 0]
+    assert absent in ([], ["reason"]), absent  # no partition, no reason
+    # A scan's own counts, late records among them, are facts of that partition's scan; the
+    # partition's offsets are in the plan's offsets texts only.
     document = plan.to_json()
     assert not set(DERIVED_KEYS) & set(document), set(DERIVED_KEYS) & set(document)
     for partition in document["partitions"]:  # type: ignore[attr-defined]
-        assert "records_to_replay" not in partition
+        assert not {"records_to_replay", "restart_offset", "quarantine_offset"} & set(partition)
 
 
 @pytest.mark.parametrize(
@@ -231,11 +235,14 @@ def test_the_plan_json_holds_each_fact_once_and_nothing_derived(plan: UpgradePla
         (lambda d: d.update(replay_filter="window.end > 5 and event_time >= 1"), "canonical"),
         (lambda d: d["partitions"][0].pop("reason"), "'partitions[0].reason'"),
         (lambda d: d["partitions"][0].update(kind="sideways"), "kind 'sideways'"),
-        (lambda d: d["partitions"][0].update(quarantine_offset=None), "quarantine offset"),
+        (lambda d: d.update(quarantine_offsets='{"t":{}}'), "name different partitions"),
+        (lambda d: d.update(restart_offsets="{t:0}"), "'restart_offsets'"),
+        (lambda d: d.update(records_to_replay=7), "records_to_replay is 7, but its offsets"),
+        (lambda d: d["partitions"][0].update(partition=1), "partition 1 is in no offsets text"),
         (lambda d: d["advice"].update(verdict="maybe"), "verdict 'maybe'"),
         (lambda d: d["to_signature"].pop("window"), "to_signature"),
         (lambda d: d.update(to_generation=1), "goes nowhere"),
-        (lambda d: d.update(partitions=d["partitions"] * 2), "unique"),
+        (lambda d: d.update(partitions=d["partitions"] * 2), "not those its offsets"),
         (lambda d: d.update(format_version=0), "format version 0"),
     ],
 )
@@ -261,3 +268,82 @@ def test_totals_are_computed_from_the_partitions() -> None:
     assert plan.quarantine_starting_offsets == '{"t":{"0":40}}'
     assert plan.late_records is None  # nothing was scanned
     assert not plan.window_changed
+
+
+def legacy_document() -> dict[str, Any]:
+    """A plan as the version before typed plans stored it in the ledger, field for field."""
+    w = 1_763_807_040_000
+    return {
+        "pipeline": "page-views",
+        "from_generation": 1,
+        "to_generation": 2,
+        "last_committed_batch": 3,
+        "watermark_ms": w,
+        "window_changed": False,
+        "replay_after_ms": w,
+        "replay_from_event_ms": None,
+        "replay_filter": f"window.end > {w}",
+        "restart_offsets": '{"t":{"0":20,"1":-2}}',
+        "quarantine_offsets": '{"t":{"0":40,"1":-2}}',
+        "partitions_added": ["t:1"],
+        "partitions_dropped": [],
+        "records_to_replay": 20,
+        "late_before_event_ms": 1_763_806_800_000,
+        "late_records": 0,
+        "late_scan": None,
+        "restart": {
+            "last_committed_batch": 3,
+            "watermark_ms": w,
+            "replay_after_ms": w,
+            "replay_filter": f"window.end > {w}",
+            "window": {"duration_ms": 600_000, "slide_ms": 600_000, "watermark_delay_ms": 300_000},
+            "earliest_open_event_ms": 1_763_806_800_000,
+            "restart_batch": 2,
+            "restart_offsets": '{"t":{"0":20}}',
+            "end_offsets": '{"t":{"0":40}}',
+            "records_to_replay": 20,
+            "partitions": [
+                {
+                    "topic": "t",
+                    "partition": 0,
+                    "restart_offset": 20,
+                    "end_offset": 40,
+                    "records_to_replay": 20,
+                    "reason": "offset 20 holds the first record",
+                }
+            ],
+            "notes": ["a note"],
+            "data_loss": [],
+            "tightening": None,
+        },
+        "advice": {"verdict": "needs_new_checkpoint", "changes": []},
+        "checkpoint": "/data/checkpoints/generation-2/aggregates",
+        "output": "/data/output/generation-2",
+        "created_at_ms": 1_763_900_000_000,
+        "applied_at_ms": 1_763_900_000_500,
+        "consumed_at_ms": None,
+    }
+
+
+def test_a_plan_the_previous_version_stored_is_still_read() -> None:
+    # A generation started from such a plan must go on running, be planned from, or be
+    # rolled back after the upgrade to this version.
+    plan = UpgradePlan.from_json(legacy_document())
+    assert plan.starting_offsets == '{"t":{"0":20,"1":-2}}'
+    assert plan.quarantine_starting_offsets == '{"t":{"0":40,"1":-2}}'
+    assert plan.replay_filter == ReplayFilter(window_end_after_ms=1_763_807_040_000)
+    assert (plan.root, plan.from_generation, plan.to_generation) == ("/data", 1, 2)
+    assert [(p.key, p.kind, p.reason) for p in plan.partitions] == [
+        (("t", 0), RestartKind.FIRST_FEEDING_BATCH, "offset 20 holds the first record"),
+        (("t", 1), RestartKind.SUBSCRIBED, "subscribed"),
+    ]
+    assert plan.applied_at_ms == 1_763_900_000_500 and plan.consumed_at_ms is None
+    assert plan.to_signature is None and plan.notes == ("a note",)
+    # Stamped by `run` and stored again, it is written in this version's format.
+    consumed = plan.consumed(1_763_900_001_000)
+    assert UpgradePlan.from_json(json.loads(json.dumps(consumed.to_json()))) == consumed
+
+
+def test_a_document_without_a_format_version_is_not_taken_for_an_old_plan() -> None:
+    with pytest.raises(PlanFormatError, match="has no field 'format_version'"):
+        UpgradePlan.from_json({"pipeline": "page-views"})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import support.plans as plans
@@ -40,9 +41,7 @@ def with_partitions(count: int) -> UpgradePlan:
                 else f"no record of partition {number} can fall in an open window",
             )
         )
-    return UpgradePlan.from_json(
-        {**plans.sample_plan_document(), "partitions": [p.to_json() for p in partitions]}
-    )
+    return dataclasses.replace(plans.sample_plan(), partitions=tuple(partitions))
 
 
 def test_two_hundred_partitions_fit_a_screen_with_reasons_grouped_by_kind() -> None:

@@ -31,6 +31,9 @@ from {{ cookiecutter.package_name }}.upgrade.commands import (
     APPLY_STEPS,
     apply_command,
 )
+from {{ cookiecutter.package_name }}.upgrade.errors import (
+    UpgradeError,
+)
 from {{ cookiecutter.package_name }}.upgrade.event_scan import (
     EventSource,
 )
@@ -86,6 +89,7 @@ def assert_applied_exactly(world: fake.World, reviewed: UpgradePlan) -> None:
     recorded = UpgradePlan.from_json(generations[1].plan or {})
     assert recorded.applied_at_ms is not None
     assert recorded.as_reviewed() == reviewed
+    assert reviewed.to_signature is not None
     assert generations[1].signature == reviewed.to_signature.to_json()
 
 
@@ -255,3 +259,56 @@ def test_apply_without_a_file_prints_the_plan_then_applies_it(
     out = capsys.readouterr().out
     plan_at, applied_at = out.index("restarts at 20"), out.index("planned and applied")
     assert plan_at < applied_at
+
+
+def test_an_apply_does_not_bring_back_a_plan_rolled_back_meanwhile(
+    world: fake.World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = plan_file(world, capsys)
+
+    def rolled_back_now(step: str) -> None:
+        # A rollback holds generation 2's lock, not generation 1's: it can retire the plan
+        # while this apply is between its steps.
+        if step == "check_directories":
+            with world.store() as store:
+                store.set_generation_status(
+                    fake.PIPELINE, 2, GenerationStatus.RETIRED, at_ms=fake.BASE_MS
+                )
+
+    with pytest.raises(UpgradeError, match="was rolled back while this apply ran"):
+        apply_command(
+            world.settings(fake.VERSION_2),
+            accept_data_loss=False,
+            plan_file=path,
+            after_step=rolled_back_now,
+        )
+    with world.store() as store:
+        recorded = store.generation(fake.PIPELINE, 2)
+    assert recorded is not None and recorded.status is GenerationStatus.RETIRED
+    assert UpgradePlan.from_json(recorded.plan or {}).applied_at_ms is None
+
+
+def test_plan_out_with_a_plan_pending_writes_that_plan(
+    world: fake.World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    first = plan_file(world, capsys)
+
+    def crash(step: str) -> None:
+        if step == "record_plan":
+            raise Crash(step)
+
+    with pytest.raises(Crash):
+        apply_command(
+            world.settings(fake.VERSION_2),
+            accept_data_loss=False,
+            plan_file=first,
+            after_step=crash,
+        )
+    again = world.root / "pending.json"
+    assert cli(world, "upgrade", "plan", "--out", str(again)) == 0
+    assert f"That plan is written to {again}." in capsys.readouterr().out
+    # The same plan (the ledger keeps JSON with sorted keys, so compared as plans).
+    assert UpgradePlan.from_json(json.loads(again.read_text())) == UpgradePlan.from_json(
+        json.loads(first.read_text())
+    )
+    assert cli(world, "upgrade", "apply", str(again)) == 0

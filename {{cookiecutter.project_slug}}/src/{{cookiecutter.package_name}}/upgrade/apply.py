@@ -40,6 +40,11 @@ def apply_plan(
     layout = GenerationLayout(plan.root, plan.to_generation)
     recorded = store.generation(plan.pipeline, plan.to_generation)
     if recorded is None:
+        if plan.to_signature is None:
+            raise UpgradeError(
+                f"the plan for generation {plan.to_generation} was made by an earlier version "
+                "of the pipeline and names no signature: make a new plan"
+            )
         check_fresh(layout)
         now = now_ms()
         recorded = GenerationRecord(
@@ -63,8 +68,15 @@ def apply_plan(
     after_step("retire_old")
     check_fresh(layout)
     after_step("check_directories")
+    # Read again: a rollback holds the new generation's lock, not the old one's, so it may
+    # have retired the plan since; writing the record read above would bring it back.
+    current = store.generation(plan.pipeline, plan.to_generation)
+    if current is None or current.status is GenerationStatus.RETIRED:
+        raise UpgradeError(
+            f"generation {plan.to_generation} was rolled back while this apply ran; make a new plan"
+        )
     now = now_ms()
-    store.record_generation(replace(recorded, plan=plan.applied(now).to_json(), updated_at_ms=now))
+    store.record_generation(replace(current, plan=plan.applied(now).to_json(), updated_at_ms=now))
     after_step("mark_applied")
     return (
         f"generation {plan.from_generation} retired; generation {plan.to_generation} planned "

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from ..errors import PipelineError
 from ..layout import GenerationLayout
 from ..ledger.records import GenerationRecord, GenerationStatus
 from ..ledger.store import OffsetStore
@@ -44,7 +45,7 @@ from .lookup import live_generation, open_ledger, refuse_if_running
 from .plan import UpgradePlan
 from .plan_file import read_plan_file, write_plan_file
 from .render import render_advice, render_json, render_plan
-from .staleness import what_moved
+from .staleness import level_moved, what_moved
 
 __all__ = [
     "APPLY_STEPS",
@@ -106,7 +107,13 @@ def plan_command(
             recorded = UpgradePlan.from_json(old.plan)
             state = "applied; `run` starts it" if recorded.applied_at_ms else "not applied yet"
             shown = render_json(recorded) if as_json else render_plan(recorded)
-            return f"generation {old.generation} is already planned ({state}):\n{shown}"
+            written = ""
+            if out is not None:
+                # The plan the ledger holds, for review: `apply` with it finishes an apply
+                # that stopped half way, or says it is applied.
+                write_plan_file(out, recorded.as_reviewed())
+                written = f"\nThat plan is written to {out}."
+            return f"generation {old.generation} is already planned ({state}):\n{shown}{written}"
         refuse_if_running(settings, old, "upgrade plan")
         outcome = make_plan(
             settings, store, old, accept_data_loss=accept_data_loss, scan=scan, progress=progress
@@ -193,23 +200,32 @@ def _apply_reviewed(
             f"{plan_file} is a plan for pipeline {plan.pipeline!r} at {plan.root}; the settings "
             f"name pipeline {settings.pipeline.name!r} at {root}"
         )
-    resumed = _recorded_already(store, plan, plan_file)
     old = store.generation(plan.pipeline, plan.from_generation)
     if old is None:
         raise StalePlanError(
             f"{plan_file} is stale: generation {plan.from_generation} is not in the ledger"
         )
-    live = live_generation(store, plan.pipeline, settings.pipeline.root)
-    if not resumed and live.generation != plan.from_generation:
-        raise StalePlanError(
-            f"{plan_file} is stale: the current generation is {live.generation}, the plan "
-            f"moves on from generation {plan.from_generation}; make a new plan"
-        )
     with RunLock(_lock_of(settings, plan.from_generation), purpose="upgrade apply"):
+        # Under the lock, so that no other apply or run of the old generation moves
+        # anything between these checks and the steps.
+        resumed = _recorded_already(store, plan, plan_file)
+        live = live_generation(store, plan.pipeline, settings.pipeline.root)
+        if not resumed and live.generation != plan.from_generation:
+            raise StalePlanError(
+                f"{plan_file} is stale: the current generation is {live.generation}, the plan "
+                f"moves on from generation {plan.from_generation}; make a new plan"
+            )
         facts = gather(
             settings, store, old, latest=False, next_number=plan.to_generation if resumed else None
         )
         moved = what_moved(plan, facts)
+        if not moved:
+            # W and the replay filter as the facts give them now: the old generation's own
+            # plan raises W, and a sink ahead of its checkpoint is refused here too.
+            try:
+                moved = level_moved(plan, batch_level(facts, accept_data_loss=True))
+            except PipelineError as error:
+                moved = [str(error)]
         if moved:
             raise StalePlanError(
                 f"{plan_file} is stale, nothing was applied: "

@@ -28,7 +28,7 @@ from .plan import PartitionRestart, ReplayScan, UpgradePlan
 from .replay_filter import ReplayFilter
 from .restart import PartitionPlan, RestartKind, RestartPlan, plan_restart
 from .retention import check_retention
-from .signature import PipelineSignature, SignatureError, signature_digest
+from .signature import PipelineSignature, SignatureError
 from .tightening import PartitionScan, ScanRange, apply_scans, replay_ranges
 
 
@@ -120,7 +120,13 @@ def decide(
             partitions.append(_dropped(old))
         elif old is None:
             partitions.append(
-                _added(key, restart_offsets[key], quarantine_offsets[key], facts, waiting)
+                _added(
+                    key,
+                    restart_offsets[key],
+                    quarantine_offsets[key],
+                    waiting,
+                    topic_read=key[0] in _read_topics(restart),
+                )
             )
         else:
             replay = None if scans is None else scans.replay.get(key)
@@ -152,8 +158,9 @@ def decide(
         partitions=tuple(partitions),
         notes=restart.notes,
         advice=advice,
-        from_signature=signature_digest(facts.old_signature),
+        from_signature=facts.old_signature_digest,
         to_signature=facts.new_signature,
+        parser_digest=facts.parser_digest,
         created_at_ms=facts.now_ms,
     )
 
@@ -173,20 +180,33 @@ def quarantine_start(restart_offsets: FlatOffsets, facts: UpgradeFacts) -> FlatO
 
 
 def align(
-    offsets: FlatOffsets, subscribed: tuple[PartitionKey, ...], position: int
+    offsets: FlatOffsets,
+    subscribed: tuple[PartitionKey, ...],
+    position: int,
+    read_topics: frozenset[str],
 ) -> dict[PartitionKey, int]:
     """``offsets`` for exactly the subscribed partitions: both connectors want every one
-    named in ``startingOffsets``; one never read starts at ``position`` (-2 or -1)."""
-    return {key: offsets.get(key, position) for key in subscribed}
+    named in ``startingOffsets``. A partition never read starts at earliest (-2) when its
+    topic was read, as Spark starts a partition that appears while a query runs, so none of
+    its records is skipped; a partition of a newly subscribed topic starts at ``position``,
+    where the settings start one (-2 or -1)."""
+    return {
+        key: offsets.get(key, EARLIEST if key[0] in read_topics else position) for key in subscribed
+    }
+
+
+def _read_topics(restart: RestartPlan) -> frozenset[str]:
+    return frozenset(topic for topic, _ in restart.end_offsets)
 
 
 def _aligned(
     restart: RestartPlan, facts: UpgradeFacts
 ) -> tuple[dict[PartitionKey, int], dict[PartitionKey, int]]:
     subscribed, position = facts.broker.subscribed, facts.new_partition_position
+    read = _read_topics(restart)
     return (
-        align(restart.restart_offsets, subscribed, position),
-        align(quarantine_start(restart.restart_offsets, facts), subscribed, position),
+        align(restart.restart_offsets, subscribed, position, read),
+        align(quarantine_start(restart.restart_offsets, facts), subscribed, position, read),
     )
 
 
@@ -233,10 +253,18 @@ def _added(
     key: PartitionKey,
     restart_at: int,
     quarantine_at: int,
-    facts: UpgradeFacts,
     waiting: WaitingScan | None,
+    *,
+    topic_read: bool,
 ) -> PartitionRestart:
     where = {EARLIEST: "earliest (-2)"}.get(restart_at, "latest (-1)")
+    why = (
+        f"added to topic {key[0]} after the old generation read it: it starts at {where}, "
+        "as Spark starts a partition that appears while a query runs"
+        if topic_read
+        else f"newly subscribed, never read by the old generation: it starts at {where}, "
+        "where kafka.starting_offsets starts a partition"
+    )
     return PartitionRestart(
         topic=key[0],
         partition=key[1],
@@ -244,8 +272,7 @@ def _added(
         quarantine_offset=quarantine_at,
         old_end_offset=None,
         kind=RestartKind.SUBSCRIBED,
-        reason=f"newly subscribed, never read by the old generation: it starts at {where}, "
-        f"where kafka.starting_offsets starts a partition",
+        reason=why,
         waiting_scan=waiting,
     )
 

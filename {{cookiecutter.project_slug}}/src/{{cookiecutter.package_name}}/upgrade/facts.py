@@ -13,7 +13,7 @@ from ..layout import GenerationLayout
 from ..offsets import PartitionKey
 from .history import BatchFacts, CheckpointFacts, FlatOffsets
 from .plan import UpgradePlan
-from .signature import PipelineSignature
+from .signature import PipelineSignature, signature_digest
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,8 +46,13 @@ class UpgradeFacts:
     stored_initial_offsets: FlatOffsets | None  # the old query's sources/0/0, if any
     quarantine_offsets: FlatOffsets | None  # where the old quarantine query last committed
     new_partition_position: int  # -2 or -1: where the settings start a partition never read
+    parser_digest: str  # how records are parsed (``event_parser.parser_digest``)
     broker: BrokerFacts
     now_ms: int
+
+    @property
+    def old_signature_digest(self) -> str:
+        return signature_digest(self.old_signature)
 
     @property
     def new_signature(self) -> PipelineSignature:
@@ -57,7 +62,9 @@ class UpgradeFacts:
 
     @property
     def initial_offsets(self) -> FlatOffsets | None:
-        """Where the old generation's query began: its plan's offsets, else its stored ones."""
-        if self.old_plan is not None:
-            return self.old_plan.restart_offsets
-        return self.stored_initial_offsets
+        """Where the old generation's query began: the offsets its source stored when it
+        resolved them (``sources/0/0``), else the plan that started it, whose -2 for a new
+        partition says only "earliest", not which offset that was."""
+        if self.stored_initial_offsets is not None:
+            return self.stored_initial_offsets
+        return None if self.old_plan is None else self.old_plan.restart_offsets

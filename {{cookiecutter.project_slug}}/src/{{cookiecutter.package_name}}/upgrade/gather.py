@@ -16,6 +16,7 @@ from typing import Protocol
 from ..app.signature import derive_signature
 from ..checkpoint.errors import CheckpointError
 from ..checkpoint.reader import CheckpointState, read_checkpoint, read_sink_log
+from ..event_parser import parser_digest
 from ..layout import GenerationLayout
 from ..ledger.records import GenerationRecord
 from ..ledger.store import OffsetStore
@@ -26,6 +27,7 @@ from ..source.initial_offsets import load_initial_offsets
 from ..source.kafka_metadata import KafkaMetadata
 from ..source.options import SourceOptions, parse_options
 from ..storage import absolute_uri
+from ..transformations import EVENT_SCHEMA
 from .facts import BrokerFacts, UpgradeFacts
 from .history import BatchFacts, CheckpointBatch, CheckpointFacts, FlatOffsets, flat_offsets
 from .plan import UpgradePlan
@@ -116,6 +118,12 @@ def gather(
         stored_initial_offsets=initial,
         quarantine_offsets=_quarantine_offsets(layout),
         new_partition_position=-1 if settings.kafka.starting_offsets.strip() == "latest" else -2,
+        parser_digest=parser_digest(
+            EVENT_SCHEMA,
+            time_source=settings.events.time_source,
+            time_field=settings.events.time_field,
+            max_value_bytes=settings.events.max_value_bytes,
+        ),
         broker=broker_facts,
         now_ms=time.time_ns() // 1_000_000,
     )

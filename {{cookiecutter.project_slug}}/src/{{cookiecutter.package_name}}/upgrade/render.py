@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from itertools import groupby
 
 from ..layout import GenerationLayout
+from ..validation import WindowSpec
 from .advisor import Advice
 from .history import EARLIEST
 from .late_records import explain_late
@@ -178,7 +179,7 @@ def _late(plan: UpgradePlan) -> str:
     by_window_end = (
         cut is not None
         and after is not None
-        and cut == earliest_open_event_ms(after, plan.to_signature.window)
+        and cut == earliest_open_event_ms(after, _new_window(plan))
     )
     return explain_late(
         cut,
@@ -187,6 +188,11 @@ def _late(plan: UpgradePlan) -> str:
         sum(scan.late_records for scan in waiting),
         sum(scan.unsure_records for scan in waiting),
     )
+
+
+def _new_window(plan: UpgradePlan) -> WindowSpec:
+    """The new generation's window; a plan of an earlier version names only the old one."""
+    return plan.window if plan.to_signature is None else plan.to_signature.window
 
 
 def _position(offset: int | None) -> str:

@@ -1,62 +1,98 @@
 """Has the world moved since a plan was made? Each difference, as one line a reviewer reads.
 
 `apply PLAN` applies exactly the plan that was reviewed, so it first gathers the facts again
-and compares what the plan rests on: the old generation and its last committed batch, where
-its quarantine stopped, both signatures, the subscribed partitions, the offsets the broker
-still holds, and the generation number the plan takes. Records read by the plan's scans are
-not read again: offsets never change meaning, and the old generation committed nothing new,
-or this would say so.
+and compares what the plan rests on: the old generation, its last committed batch and its
+sink log, where its quarantine stopped, both signatures, how records are parsed, the
+subscribed partitions, the offsets the broker still holds, and the generation number the
+plan takes (``what_moved``); then W and the replay filter the facts give now
+(``level_moved``). Records read by the plan's scans are not read again: offsets never change
+meaning, and the old generation committed nothing new, or this would say so.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from .advisor import advise, show_value
-from .decide import align, quarantine_start
+from .decide import BatchLevel, align, quarantine_start
 from .facts import UpgradeFacts
-from .history import FlatOffsets
 from .plan import UpgradePlan
-from .signature import signature_digest
 from .words import when
 
 
 def what_moved(plan: UpgradePlan, facts: UpgradeFacts) -> list[str]:
     """What differs between ``plan`` and the world ``facts`` describe; empty: nothing moved."""
-    moved: list[str] = []
     if facts.old_generation != plan.from_generation:
-        moved.append(
+        # Nothing else compares across generations.
+        return [
             f"the current generation is {facts.old_generation}, the plan moves on from "
             f"generation {plan.from_generation}"
-        )
-        return moved  # nothing else compares across generations
-    last = facts.checkpoint.last_committed_batch
-    if last != plan.last_committed_batch:
-        moved.append(
-            f"generation {plan.from_generation} committed up to batch {last} since the plan, "
-            f"which was made after batch {plan.last_committed_batch}"
-        )
-    elif facts.checkpoint.watermark_ms not in (None, plan.watermark_ms):
-        moved.append(
-            f"the checkpoint gives W = {when(facts.checkpoint.watermark_ms or 0)}, the plan "
-            f"{when(plan.watermark_ms)}"
-        )
-    if signature_digest(facts.old_signature) != plan.from_signature:
-        moved.append(
-            f"the signature generation {plan.from_generation} recorded changed since the plan "
-            f"({plan.from_signature}, now {signature_digest(facts.old_signature)}): it ran again"
-        )
-    changes = advise(plan.to_signature.to_json(), facts.new_signature.to_json()).changes
+        ]
+    if plan.to_signature is None:
+        return ["the plan was made by an earlier version of the pipeline and names no signature"]
+    moved = _old_generation_moved(plan, facts)
+    # The generation number is a check of its own: compare the code and settings on the
+    # directories the plan names, so a number taken meanwhile adds no sink.path line.
+    now = replace(facts.new_signature, sink_path=plan.to_signature.sink_path)
+    changes = advise(plan.to_signature.to_json(), now.to_json()).changes
     if changes:
         listed = "; ".join(
             f"{change.path}: {show_value(change.old)} -> {show_value(change.new)}"
             for change in changes
         )
         moved.append(f"the code or settings changed since the plan: {listed}")
+    if facts.parser_digest != plan.parser_digest:
+        moved.append(
+            "how records are parsed changed since the plan (events.max_value_bytes, the time "
+            "settings or EVENT_SCHEMA): which records are malformed, and so where the replay "
+            "starts, may differ"
+        )
     moved += _partitions_moved(plan, facts)
     moved += _quarantine_moved(plan, facts)
     if facts.next_generation != plan.to_generation:
         moved.append(
             f"generation {plan.to_generation} was taken by another plan since; the next "
             f"free number is {facts.next_generation}"
+        )
+    return moved
+
+
+def level_moved(plan: UpgradePlan, level: BatchLevel) -> list[str]:
+    """W and the replay filter the facts give now, against the plan's."""
+    moved = []
+    if level.restart.watermark_ms != plan.watermark_ms:
+        moved.append(
+            f"the facts now give W = {when(level.restart.watermark_ms)}, the plan "
+            f"{when(plan.watermark_ms)}"
+        )
+    if level.replay_filter != plan.replay_filter:
+        moved.append(
+            f"the replay filter would now be {level.replay_filter.describe()}, the plan's is "
+            f"{plan.replay_filter.describe()}"
+        )
+    return moved
+
+
+def _old_generation_moved(plan: UpgradePlan, facts: UpgradeFacts) -> list[str]:
+    moved = []
+    generation = plan.from_generation
+    last = facts.checkpoint.last_committed_batch
+    if last != plan.last_committed_batch:
+        moved.append(
+            f"generation {generation} committed up to batch {last} since the plan, which was "
+            f"made after batch {plan.last_committed_batch}"
+        )
+    sink = facts.sink_last_batch
+    if sink is not None and sink > plan.last_committed_batch:
+        moved.append(
+            f"generation {generation}'s output holds batch {sink}, which the plan's checkpoint "
+            "never committed: a run was killed mid-commit since the plan"
+        )
+    recorded = facts.old_signature_digest
+    if recorded != plan.from_signature:
+        moved.append(
+            f"the signature generation {generation} recorded changed since the plan "
+            f"({plan.from_signature}, now {recorded}): it ran again"
         )
     return moved
 
@@ -82,13 +118,31 @@ def _partitions_moved(plan: UpgradePlan, facts: UpgradeFacts) -> list[str]:
 
 
 def _quarantine_moved(plan: UpgradePlan, facts: UpgradeFacts) -> list[str]:
-    # The plan's own restart offsets stand in for the aggregates' fallback: they are what
-    # the facts gave when it was made, and the other checks catch any change to those.
-    start = quarantine_start(plan.restart_offsets, facts)
-    now: FlatOffsets = align(start, facts.broker.subscribed, facts.new_partition_position)
+    """Where the new queries would start partitions now, against the plan's offsets.
+
+    The plan's own restart offsets stand in for the aggregates' fallback: they are what the
+    facts gave when it was made, and the other checks catch any change to those.
+    """
+    read = frozenset(p.topic for p in plan.partitions if p.old_end_offset is not None)
+    subscribed, position = facts.broker.subscribed, facts.new_partition_position
+    now = align(quarantine_start(plan.restart_offsets, facts), subscribed, position, read)
     planned = plan.quarantine_offsets
     differ = sorted(key for key in planned.keys() & now.keys() if planned[key] != now[key])
-    if not differ:
-        return []
-    listed = ", ".join(f"{t}:{p} {planned[(t, p)]} -> {now[(t, p)]}" for t, p in differ)
-    return [f"the old quarantine query committed more since the plan ({listed})"]
+    committed = [key for key in differ if key in (facts.quarantine_offsets or {})]
+    moved = []
+    if committed:
+        listed = ", ".join(f"{t}:{p} {planned[(t, p)]} -> {now[(t, p)]}" for t, p in committed)
+        moved.append(f"the old quarantine query committed more since the plan ({listed})")
+    starts = {
+        p.key: p.restart_offset
+        for p in plan.partitions
+        if p.old_end_offset is None and p.restart_offset is not None
+    }
+    positions = align({}, tuple(starts), position, read)
+    changed = sorted(key for key in starts if starts[key] != positions[key])
+    if changed or (differ and not committed):
+        moved.append(
+            "kafka.starting_offsets changed since the plan: partitions the old generation "
+            f"never read would start at {position}, the plan starts them as reviewed"
+        )
+    return moved
