@@ -70,6 +70,16 @@ class JsonFields:
             raise self._wrong(key, "true or false", value)
         return value
 
+    def mapping(self, key: str) -> dict[str, object]:
+        """A JSON object field as a plain dict, kept as it is (see ``child`` to read into it)."""
+        value = self.raw(key)
+        if isinstance(value, Mapping) and all(isinstance(name, str) for name in value):
+            return dict(value)
+        raise self._wrong(key, "a JSON object", value)
+
+    def optional_mapping(self, key: str) -> dict[str, object] | None:
+        return None if self.raw(key) is None else self.mapping(key)
+
     def child(self, key: str) -> JsonFields:
         return JsonFields(self.raw(key), self._what, self._error, self._path(key))
 

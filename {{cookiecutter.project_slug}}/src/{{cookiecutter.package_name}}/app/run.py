@@ -39,7 +39,7 @@ from ..spark_session import build_spark_session
 from ..storage import absolute_uri
 from ..upgrade.advisor import Verdict, advise
 from ..upgrade.plan import UpgradePlan
-from ..upgrade.signature import PipelineSignature, SignatureError
+from ..upgrade.signature import PipelineSignature
 from .generations import committed_generations, current_generation
 from .progress import ConsoleProgress
 from .signature import derive_signature
@@ -498,7 +498,6 @@ def _record_generation(
 ) -> None:
     now_ms = time.time_ns() // 1_000_000
     existing = store.generation(settings.pipeline.name, layout.generation)
-    recorded = _recorded_signature(existing)
     if existing is not None and existing.signature:
         advice = advise(existing.signature, signature.to_json())
         if advice.verdict is Verdict.NEEDS_NEW_CHECKPOINT:
@@ -517,22 +516,14 @@ def _record_generation(
             status=GenerationStatus.RUNNING,
             # With the largest watermark delay of any run so far: the upgrade planner needs
             # it to bound the events of batches the ledger missed.
-            signature=signature.with_history(recorded).to_json(),
+            signature=signature.with_history(
+                None if existing is None else existing.signature
+            ).to_json(),
             plan=None if existing is None else existing.plan,
             created_at_ms=now_ms if existing is None else existing.created_at_ms,
             updated_at_ms=now_ms,
         )
     )
-
-
-def _recorded_signature(record: GenerationRecord | None) -> PipelineSignature | None:
-    """The signature an earlier run recorded, for its history; None if none is readable."""
-    if record is None or not record.signature:
-        return None
-    try:
-        return PipelineSignature.from_json(record.signature)
-    except SignatureError:
-        return None
 
 
 def _wait(

@@ -12,6 +12,7 @@ from dataclasses import dataclass, fields
 from enum import StrEnum
 from typing import Self
 
+from ..json_fields import JsonFields
 from .errors import LedgerRecordError
 
 JsonObject = Mapping[str, object]
@@ -49,7 +50,7 @@ class BatchRecord:
 
     @classmethod
     def from_json(cls, data: JsonObject) -> Self:
-        reader = _FieldReader("batch record", data)
+        reader = JsonFields(data, "batch record", LedgerRecordError)
         return cls(
             pipeline=reader.text("pipeline"),
             generation=reader.integer("generation"),
@@ -98,11 +99,11 @@ class GenerationRecord:
 
     @classmethod
     def from_json(cls, data: JsonObject) -> Self:
-        reader = _FieldReader("generation record", data)
+        reader = JsonFields(data, "generation record", LedgerRecordError)
         return cls(
             pipeline=reader.text("pipeline"),
             generation=reader.integer("generation"),
-            status=reader.status("status"),
+            status=_status(reader),
             signature=reader.mapping("signature"),
             plan=reader.optional_mapping("plan"),
             created_at_ms=reader.integer("created_at_ms"),
@@ -125,7 +126,7 @@ class LedgerGap:
 
     @classmethod
     def from_json(cls, data: JsonObject) -> Self:
-        reader = _FieldReader("ledger gap", data)
+        reader = JsonFields(data, "ledger gap", LedgerRecordError)
         return cls(
             pipeline=reader.text("pipeline"),
             generation=reader.integer("generation"),
@@ -157,56 +158,12 @@ def load_json_object(text: str, what: str) -> dict[str, object]:
     return value
 
 
-class _FieldReader:
-    """Typed access to a record's fields, so bad stored data fails with the field's name."""
-
-    def __init__(self, what: str, data: JsonObject) -> None:
-        self._what = what
-        self._data = data
-
-    def _get(self, key: str) -> object:
-        if key not in self._data:
-            raise LedgerRecordError(f"{self._what} has no field {key!r}")
-        return self._data[key]
-
-    def _wrong(self, key: str, expected: str, value: object) -> LedgerRecordError:
-        found = type(value).__name__
-        return LedgerRecordError(f"{self._what} field {key!r} must be {expected}, got {found}")
-
-    def integer(self, key: str) -> int:
-        value = self._get(key)
-        # bool is an int subclass, but True is never a valid offset or count.
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-        raise self._wrong(key, "an integer", value)
-
-    def optional_integer(self, key: str) -> int | None:
-        return None if self._get(key) is None else self.integer(key)
-
-    def text(self, key: str) -> str:
-        value = self._get(key)
-        if isinstance(value, str):
-            return value
-        raise self._wrong(key, "a string", value)
-
-    def optional_text(self, key: str) -> str | None:
-        return None if self._get(key) is None else self.text(key)
-
-    def mapping(self, key: str) -> dict[str, object]:
-        value = self._get(key)
-        if isinstance(value, Mapping) and all(isinstance(name, str) for name in value):
-            return dict(value)
-        raise self._wrong(key, "a JSON object", value)
-
-    def optional_mapping(self, key: str) -> dict[str, object] | None:
-        return None if self._get(key) is None else self.mapping(key)
-
-    def status(self, key: str) -> GenerationStatus:
-        value = self.text(key)
-        try:
-            return GenerationStatus(value)
-        except ValueError:
-            allowed = ", ".join(status.value for status in GenerationStatus)
-            raise LedgerRecordError(
-                f"{self._what} field {key!r} is {value!r}, expected one of {allowed}"
-            ) from None
+def _status(reader: JsonFields) -> GenerationStatus:
+    value = reader.text("status")
+    try:
+        return GenerationStatus(value)
+    except ValueError:
+        allowed = ", ".join(status.value for status in GenerationStatus)
+        raise reader.error(
+            f"generation record field 'status' is {value!r}, expected one of {allowed}"
+        ) from None

@@ -241,15 +241,12 @@ def _recorded_already(store: OffsetStore, plan: UpgradePlan, plan_file: Path) ->
     recorded = store.generation(plan.pipeline, plan.to_generation)
     if recorded is None:
         return False
-    same = recorded.plan is not None and (
-        UpgradePlan.from_json(recorded.plan).as_reviewed() == plan.as_reviewed()
-    )
-    if not same:
+    stamped = None if recorded.plan is None else UpgradePlan.from_json(recorded.plan)
+    if stamped is None or stamped.as_reviewed() != plan.as_reviewed():
         raise StalePlanError(
             f"{plan_file} is stale: generation {plan.to_generation} was recorded by another plan "
             "since; make a new plan"
         )
-    stamped = UpgradePlan.from_json(recorded.plan or {})
     if recorded.status is GenerationStatus.RETIRED:
         raise PlanFileAppliedError(
             f"{plan_file} was applied, then generation {plan.to_generation} was rolled back or "

@@ -99,7 +99,7 @@ def scan_request(level: BatchLevel, facts: UpgradeFacts) -> ScanRequest:
         t_min=level.restart.earliest_open_event_ms,
         replay=tuple(replay_ranges(level.restart)),
         late_before_event_ms=level.late_before_event_ms,
-        waiting=tuple(waiting) if facts.broker.latest else (),
+        waiting=tuple(waiting),
     )
 
 
@@ -111,6 +111,7 @@ def decide(
     restart_offsets, quarantine_offsets = _aligned(restart, facts)
     lost = {loss.partition: loss.lost_records for loss in restart.data_loss}
     by_key = {each.partition: each for each in restart.partitions}
+    read = _read_topics(restart)
     partitions = []
     for key in sorted(by_key.keys() | restart_offsets.keys()):
         old = by_key.get(key)
@@ -125,7 +126,7 @@ def decide(
                     restart_offsets[key],
                     quarantine_offsets[key],
                     waiting,
-                    topic_read=key[0] in _read_topics(restart),
+                    topic_read=key[0] in read,
                 )
             )
         else:

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from ..event_parser import Unsure
+from ..json_fields import JsonFields
 from ..offsets import PartitionKey
 from ..validation import WindowSpec
 from .errors import PlanningError
@@ -33,6 +34,19 @@ class WaitingScan:
     malformed_records: int  # never late: they go to the quarantine
     unsure_records: int  # could not be judged without Spark: not counted as late
     late_records: int
+
+    @classmethod
+    def from_json(cls, partition: PartitionKey, read: JsonFields) -> WaitingScan:
+        """The scan of ``partition`` from its ``to_json`` form, which leaves the key out."""
+        return cls(
+            partition=partition,
+            start_offset=read.integer("start_offset"),
+            end_offset=read.integer("end_offset"),
+            scanned_records=read.integer("scanned_records"),
+            malformed_records=read.integer("malformed_records"),
+            unsure_records=read.integer("unsure_records"),
+            late_records=read.integer("late_records"),
+        )
 
     def to_json(self) -> dict[str, object]:
         return {

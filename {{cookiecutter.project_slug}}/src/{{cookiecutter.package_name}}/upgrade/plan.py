@@ -145,17 +145,7 @@ class PartitionRestart:
             reason=read.text("reason"),
             lost_records=read.integer("lost_records"),
             replay_scan=None if replay is None else ReplayScan.from_json(replay),
-            waiting_scan=None
-            if waiting is None
-            else WaitingScan(
-                partition=(topic, number),
-                start_offset=waiting.integer("start_offset"),
-                end_offset=waiting.integer("end_offset"),
-                scanned_records=waiting.integer("scanned_records"),
-                malformed_records=waiting.integer("malformed_records"),
-                unsure_records=waiting.integer("unsure_records"),
-                late_records=waiting.integer("late_records"),
-            ),
+            waiting_scan=None if waiting is None else WaitingScan.from_json(key, waiting),
         )
         if (made.restart_offset is None) != (made.quarantine_offset is None):
             raise read.error(

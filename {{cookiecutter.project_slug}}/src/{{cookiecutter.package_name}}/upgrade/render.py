@@ -14,10 +14,9 @@ from ..layout import GenerationLayout
 from ..validation import WindowSpec
 from .advisor import Advice
 from .history import EARLIEST
-from .late_records import explain_late
+from .late_records import explain_late, late_threshold
 from .plan import PartitionRestart, UpgradePlan
 from .restart import RestartKind, reasoning
-from .windows import earliest_open_event_ms
 from .words import id_ranges, table, when
 
 # Up to this many partitions the table has a row each and every reason is printed whole;
@@ -175,12 +174,7 @@ def _late(plan: UpgradePlan) -> str:
             f"{when(cut)} will be dropped as late."
         )
     waiting = [each.waiting_scan for each in plan.partitions if each.waiting_scan is not None]
-    after = plan.replay_filter.window_end_after_ms
-    by_window_end = (
-        cut is not None
-        and after is not None
-        and cut == earliest_open_event_ms(after, _new_window(plan))
-    )
+    _, by_window_end = late_threshold(plan.replay_filter, _new_window(plan))
     return explain_late(
         cut,
         by_window_end,

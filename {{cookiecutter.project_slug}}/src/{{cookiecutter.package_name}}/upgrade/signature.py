@@ -132,10 +132,11 @@ class PipelineSignature:
         """A short fingerprint of what the advisor compares: equal digests, same pipeline."""
         return signature_digest(self.to_json())
 
-    def with_history(self, recorded: PipelineSignature | None) -> PipelineSignature:
-        """This signature as a run records it over ``recorded``, an earlier run's on the
-        same checkpoint (None for the first run): the longest delay any of them used."""
-        merged = with_history(self.to_json(), None if recorded is None else recorded.to_json())
+    def with_history(self, recorded: Mapping[str, object] | None) -> PipelineSignature:
+        """This signature as a run records it over ``recorded``, the signature an earlier
+        run on the same checkpoint recorded, as stored (None for the first run): with the
+        longest watermark delay any of them used."""
+        merged = with_history(self.to_json(), recorded)
         return replace(self, max_watermark_delay_ms=max_watermark_delay_ms(merged))
 
 
