@@ -6,9 +6,11 @@ never pasted into code.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import sys
 from pathlib import Path
+from types import ModuleType
 
 # Jinja's tojson escapes every ' as \u0027, so the raw string cannot be closed early.
 ANSWERS: dict[str, object] = json.loads(r'''{{ cookiecutter | tojson }}''')  # fmt: skip
@@ -16,20 +18,35 @@ ANSWERS: dict[str, object] = json.loads(r'''{{ cookiecutter | tojson }}''')  # f
 PACKAGE_DIR = Path("src") / str(ANSWERS["package_name"])
 CONTRACT_TESTS = Path("tests") / "contract"
 
-# Each offset store lives in its own module with its own dependencies. SQLite is kept in
-# every project: it is the zero-setup store for local runs and the demo.
-OPTIONAL_FILES: dict[str, dict[str, list[Path]]] = {
-    "offset_store": {
-        "postgres": [
-            PACKAGE_DIR / "ledger" / "postgres_store.py",
-            CONTRACT_TESTS / "test_postgres_store.py",
-        ],
-        "filesystem": [
-            PACKAGE_DIR / "ledger" / "filesystem_store.py",
-            CONTRACT_TESTS / "test_filesystem_store.py",
-        ],
-    },
-}
+
+def load_store_registry() -> ModuleType:
+    """The package's list of ledger stores (standard library only), loaded from its file."""
+    path = PACKAGE_DIR / "ledger" / "registry.py"
+    spec = importlib.util.spec_from_file_location("generated_store_registry", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    # dataclasses resolve the module through sys.modules while the class is created.
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def optional_files() -> dict[str, dict[str, list[Path]]]:
+    """Each offset store lives in its own module, with its own dependencies and contract
+    test. SQLite is kept in every project: it is the zero-setup store for local runs and the
+    demo."""
+    stores = load_store_registry().STORES
+    return {
+        "offset_store": {
+            name: [
+                PACKAGE_DIR / "ledger" / f"{kind.module}.py",
+                CONTRACT_TESTS / f"test_{kind.module}.py",
+            ]
+            for name, kind in stores.items()
+            if name != "sqlite"
+        },
+    }
+
 
 # Keys cookiecutter adds for its own bookkeeping; they describe this machine, not the project.
 # _extensions stays: the hooks need it to render when the answers are replayed.
@@ -37,7 +54,7 @@ LOCAL_KEYS = {"_output_dir", "_repo_dir", "_checkout", "__prompts__"}
 
 
 def remove_unchosen_files() -> None:
-    for field, files_by_choice in OPTIONAL_FILES.items():
+    for field, files_by_choice in optional_files().items():
         chosen = ANSWERS[field]
         for choice, paths in files_by_choice.items():
             if choice == chosen:

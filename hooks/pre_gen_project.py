@@ -31,25 +31,32 @@ RESERVED_PACKAGES = {
     "pytest", "_pytest", "hypothesis", "testcontainers", "docker", "noida_db", "kafka",
     "mypy", "ruff", "support", "bench", "test", "tests", "src",
 }  # fmt: skip
-CHOICES = {
-    "sink_format": ("parquet", "orc"),
-    "kafka_connector": ("python", "builtin"),
-    "offset_store": ("sqlite", "postgres", "filesystem"),
-}
+# The sink formats, connectors and ledger stores are listed once, in the generated package,
+# and read from there (see choices()); a template test holds cookiecutter.json to the same.
 
 
-def load_validation_rules() -> ModuleType:
-    """Load the generated package's own rules module, so hook and project share one source."""
-    candidates = sorted(TEMPLATE_ROOT.glob("*/src/*/validation.py"))
+def load_package_module(relative: str) -> ModuleType:
+    """Load one standard-library-only module of the generated package, so hook and project
+    share one source (``relative`` is its path inside the package)."""
+    candidates = sorted(TEMPLATE_ROOT.glob(f"*/src/*/{relative}"))
     if len(candidates) != 1:
-        sys.exit(f"ERROR: template is broken: expected one validation.py, found {candidates}")
-    spec = importlib.util.spec_from_file_location("template_validation_rules", candidates[0])
+        sys.exit(f"ERROR: template is broken: expected one {relative}, found {candidates}")
+    name = "template_" + relative.removesuffix(".py").replace("/", "_")
+    spec = importlib.util.spec_from_file_location(name, candidates[0])
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     # dataclasses resolve the module through sys.modules while the class is created.
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     return module
+
+
+def choices() -> dict[str, tuple[str, ...]]:
+    return {
+        "sink_format": load_package_module("sink/formats.py").SINK_FORMATS,
+        "kafka_connector": load_package_module("source/connectors.py").CONNECTORS,
+        "offset_store": load_package_module("ledger/registry.py").STORE_NAMES,
+    }
 
 
 def text(field: str) -> str:
@@ -102,7 +109,7 @@ def check_email() -> str | None:
 def check_choices() -> list[str]:
     return [
         f"{field}={text(field)!r}: must be one of {', '.join(allowed)}"
-        for field, allowed in CHOICES.items()
+        for field, allowed in choices().items()
         if text(field) not in allowed
     ]
 
@@ -133,7 +140,7 @@ def check_window(rules: ModuleType) -> str | None:
 
 
 def main() -> int:
-    rules = load_validation_rules()
+    rules = load_package_module("values/validation.py")
     problems = [
         problem
         for problem in (

@@ -1,8 +1,9 @@
 """Each baked project passes its own checks.
 
 The default combination runs its full `make test` in a virtualenv of its own, exactly as a
-user would. The other combinations share this environment's tools: lint, mypy --strict, an
-import of every module, and the offset store contract tests for the store they chose.
+user would. The other combinations share this environment's tools: lint, mypy --strict, the
+import layers, an import of every module, and the offset store contract tests for the store
+they chose.
 """
 
 from __future__ import annotations
@@ -96,6 +97,9 @@ def test_project_lints_type_checks_and_imports(
     run_tool([str(BIN_DIR / "ruff"), "check", "."], cwd=project)
     run_tool([str(BIN_DIR / "ruff"), "format", "--check", "."], cwd=project)
     run_tool([str(BIN_DIR / "mypy"), "--cache-dir", str(cache)], cwd=project)
+    # The layers hold whichever modules the options kept.
+    lint_imports = [str(BIN_DIR / "lint-imports"), "--no-cache"]
+    run_tool(lint_imports, cwd=project, env={"PYTHONPATH": "src"})
     modules = sorted(
         ".".join(path.relative_to(project / "src").with_suffix("").parts)
         for path in (project / "src" / PACKAGE).rglob("*.py")
@@ -111,6 +115,8 @@ def test_imports_sort_the_same_whatever_the_package_is_called(tmp_path: Path) ->
     project = bake(tmp_path, package_name="zz_views")
     run_tool([str(BIN_DIR / "ruff"), "check", "--no-cache", "."], cwd=project)
     run_tool([str(BIN_DIR / "ruff"), "format", "--no-cache", "--check", "."], cwd=project)
+    # The import contracts name the package: they must follow its name.
+    run_tool([str(BIN_DIR / "lint-imports"), "--no-cache"], cwd=project, env={"PYTHONPATH": "src"})
 
 
 STORE_COMBINATIONS = [

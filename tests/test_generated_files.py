@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
+import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
-from conftest import ALL_COMBINATIONS, CHOICE_FIELDS, combination_id
+from conftest import ALL_COMBINATIONS, CHOICE_FIELDS, CHOICES, DEFAULT_COMBINATION, combination_id
 
 PACKAGE = "src/page_views_pipeline"
 
@@ -30,18 +33,17 @@ COMMON_FILES = {
     "pyproject.toml",
     f"{PACKAGE}/__init__.py",
     f"{PACKAGE}/__main__.py",
-    f"{PACKAGE}/aggregate_types.py",
     f"{PACKAGE}/app/__init__.py",
     f"{PACKAGE}/app/checkpoint_command.py",
     f"{PACKAGE}/app/configuration.py",
     f"{PACKAGE}/app/connector_command.py",
-    f"{PACKAGE}/app/generations.py",
     f"{PACKAGE}/app/inspect.py",
     f"{PACKAGE}/app/output_command.py",
     f"{PACKAGE}/app/progress.py",
+    f"{PACKAGE}/app/queries.py",
     f"{PACKAGE}/app/run.py",
-    f"{PACKAGE}/app/signature.py",
-    f"{PACKAGE}/app/timestamps.py",
+    f"{PACKAGE}/app/run_bookkeeping.py",
+    f"{PACKAGE}/app/supervisor.py",
     f"{PACKAGE}/checkpoint/__init__.py",
     f"{PACKAGE}/checkpoint/commit_log.py",
     f"{PACKAGE}/checkpoint/errors.py",
@@ -53,28 +55,45 @@ COMMON_FILES = {
     f"{PACKAGE}/cli.py",
     f"{PACKAGE}/defaults.toml",
     f"{PACKAGE}/errors.py",
-    f"{PACKAGE}/event_parser.py",
-    f"{PACKAGE}/json_fields.py",
-    f"{PACKAGE}/kafka_jars.py",
-    f"{PACKAGE}/layout.py",
+    f"{PACKAGE}/generation/__init__.py",
+    f"{PACKAGE}/generation/generations.py",
+    f"{PACKAGE}/generation/layout.py",
+    f"{PACKAGE}/generation/run_lock.py",
+    f"{PACKAGE}/generation/signature.py",
     f"{PACKAGE}/ledger/__init__.py",
     f"{PACKAGE}/ledger/errors.py",
     f"{PACKAGE}/ledger/listener.py",
     f"{PACKAGE}/ledger/opening.py",
     f"{PACKAGE}/ledger/records.py",
+    f"{PACKAGE}/ledger/registry.py",
     f"{PACKAGE}/ledger/sqlite_store.py",
     f"{PACKAGE}/ledger/store.py",
-    f"{PACKAGE}/maven.py",
-    f"{PACKAGE}/offsets.py",
-    f"{PACKAGE}/output_reader.py",
-    f"{PACKAGE}/progress_events.py",
+    f"{PACKAGE}/planner/__init__.py",
+    f"{PACKAGE}/planner/advisor.py",
+    f"{PACKAGE}/planner/decide.py",
+    f"{PACKAGE}/planner/errors.py",
+    f"{PACKAGE}/planner/facts.py",
+    f"{PACKAGE}/planner/history.py",
+    f"{PACKAGE}/planner/late_records.py",
+    f"{PACKAGE}/planner/plan.py",
+    f"{PACKAGE}/planner/render.py",
+    f"{PACKAGE}/planner/replay_filter.py",
+    f"{PACKAGE}/planner/restart.py",
+    f"{PACKAGE}/planner/retention.py",
+    f"{PACKAGE}/planner/signature.py",
+    f"{PACKAGE}/planner/staleness.py",
+    f"{PACKAGE}/planner/tightening.py",
+    f"{PACKAGE}/planner/windows.py",
+    f"{PACKAGE}/planner/words.py",
     f"{PACKAGE}/py.typed",
-    f"{PACKAGE}/redaction.py",
-    f"{PACKAGE}/run_lock.py",
     f"{PACKAGE}/settings.py",
-    f"{PACKAGE}/sink.py",
+    f"{PACKAGE}/sink/__init__.py",
+    f"{PACKAGE}/sink/formats.py",
+    f"{PACKAGE}/sink/reader.py",
+    f"{PACKAGE}/sink/writer.py",
     f"{PACKAGE}/source/__init__.py",
     f"{PACKAGE}/source/connector.py",
+    f"{PACKAGE}/source/connectors.py",
     f"{PACKAGE}/source/data_loss.py",
     f"{PACKAGE}/source/errors.py",
     f"{PACKAGE}/source/initial_offsets.py",
@@ -86,33 +105,33 @@ COMMON_FILES = {
     f"{PACKAGE}/source/rate_limit.py",
     f"{PACKAGE}/source/schema.py",
     f"{PACKAGE}/source/starting_offsets.py",
-    f"{PACKAGE}/spark_session.py",
+    f"{PACKAGE}/spark/__init__.py",
+    f"{PACKAGE}/spark/errors.py",
+    f"{PACKAGE}/spark/kafka_jars.py",
+    f"{PACKAGE}/spark/maven.py",
+    f"{PACKAGE}/spark/progress_events.py",
+    f"{PACKAGE}/spark/session.py",
     f"{PACKAGE}/storage.py",
-    f"{PACKAGE}/transformations.py",
+    f"{PACKAGE}/transformations/__init__.py",
+    f"{PACKAGE}/transformations/aggregate_types.py",
+    f"{PACKAGE}/transformations/aggregation.py",
+    f"{PACKAGE}/transformations/columns.py",
+    f"{PACKAGE}/transformations/event_parser.py",
+    f"{PACKAGE}/transformations/events.py",
+    f"{PACKAGE}/transformations/parsing.py",
     f"{PACKAGE}/upgrade/__init__.py",
-    f"{PACKAGE}/upgrade/advisor.py",
     f"{PACKAGE}/upgrade/apply.py",
     f"{PACKAGE}/upgrade/commands.py",
-    f"{PACKAGE}/upgrade/decide.py",
-    f"{PACKAGE}/upgrade/errors.py",
     f"{PACKAGE}/upgrade/event_scan.py",
-    f"{PACKAGE}/upgrade/facts.py",
     f"{PACKAGE}/upgrade/gather.py",
-    f"{PACKAGE}/upgrade/history.py",
-    f"{PACKAGE}/upgrade/late_records.py",
     f"{PACKAGE}/upgrade/lookup.py",
-    f"{PACKAGE}/upgrade/plan.py",
     f"{PACKAGE}/upgrade/plan_file.py",
-    f"{PACKAGE}/upgrade/render.py",
-    f"{PACKAGE}/upgrade/replay_filter.py",
-    f"{PACKAGE}/upgrade/restart.py",
-    f"{PACKAGE}/upgrade/retention.py",
-    f"{PACKAGE}/upgrade/signature.py",
-    f"{PACKAGE}/upgrade/staleness.py",
-    f"{PACKAGE}/upgrade/tightening.py",
-    f"{PACKAGE}/upgrade/windows.py",
-    f"{PACKAGE}/upgrade/words.py",
-    f"{PACKAGE}/validation.py",
+    f"{PACKAGE}/values/__init__.py",
+    f"{PACKAGE}/values/clock.py",
+    f"{PACKAGE}/values/json_fields.py",
+    f"{PACKAGE}/values/offsets.py",
+    f"{PACKAGE}/values/redaction.py",
+    f"{PACKAGE}/values/validation.py",
     "tests/conftest.py",
     "tests/contract/conftest.py",
     "tests/contract/test_offset_store_contract.py",
@@ -132,6 +151,7 @@ COMMON_FILES = {
     "tests/integration/test_pykafka_source.py",
     "tests/integration/test_pykafka_triggers.py",
     "tests/integration/test_run_command.py",
+    "tests/integration/test_settings_walk.py",
     "tests/integration/test_upgrade.py",
     "tests/integration/test_upgrade_refusals.py",
     "tests/support/__init__.py",
@@ -148,6 +168,7 @@ COMMON_FILES = {
     "tests/support/pipelines.py",
     "tests/support/plans.py",
     "tests/support/pykafka_streams.py",
+    "tests/support/settings_walk.py",
     "tests/support/soak_table.py",
     "tests/support/spark.py",
     "tests/support/stalled_driver.py",
@@ -183,6 +204,7 @@ COMMON_FILES = {
     "tests/unit/test_source_schema.py",
     "tests/unit/test_spark_session_checks.py",
     "tests/unit/test_staleness.py",
+    "tests/unit/test_supervisor.py",
     "tests/unit/test_transformations.py",
     "tests/unit/test_upgrade_commands.py",
     "tests/unit/test_validation.py",
@@ -261,3 +283,32 @@ def test_choices_reach_the_generated_settings_and_dependencies(
     assert f'store = "{combination["offset_store"]}"' in defaults
     wants_psycopg = combination["offset_store"] == "postgres"
     assert ("psycopg" in (project / "pyproject.toml").read_text()) is wants_psycopg
+
+
+def _load(path: Path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"baked_{path.stem}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look the module up while building a class
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_template_offers_exactly_the_formats_connectors_and_stores_the_package_lists(
+    baked_projects: dict[str, Path],
+) -> None:
+    # One list each, in the package; cookiecutter.json must offer the same, in order (its
+    # first choice is the default). The hooks read the package's lists themselves.
+    project = baked_projects[combination_id(DEFAULT_COMBINATION)]
+    formats = _load(project / PACKAGE / "sink" / "formats.py")
+    connectors = _load(project / PACKAGE / "source" / "connectors.py")
+    registry = _load(project / PACKAGE / "ledger" / "registry.py")
+    assert list(formats.SINK_FORMATS) == CHOICES["sink_format"]
+    assert list(connectors.CONNECTORS) == CHOICES["kafka_connector"]
+    assert set(connectors.SOURCE_FORMATS) == set(connectors.CONNECTORS)
+    assert list(registry.STORE_NAMES) == CHOICES["offset_store"]
+    assert list(registry.STORES) == CHOICES["offset_store"]
+    for name, kind in registry.STORES.items():
+        baked = baked_projects[combination_id({**DEFAULT_COMBINATION, "offset_store": name})]
+        assert (baked / PACKAGE / "ledger" / f"{kind.module}.py").is_file(), name
+        assert (baked / "tests" / "contract" / f"test_{kind.module}.py").is_file(), name

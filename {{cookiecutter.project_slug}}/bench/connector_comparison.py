@@ -40,14 +40,14 @@ from pyspark.sql import SparkSession  # noqa: E402
 
 import support.kafka_backends as brokers  # noqa: E402
 import support.pipelines as pipelines  # noqa: E402
-from {{ cookiecutter.package_name }} import (  # noqa: E402
-    transformations,
-)
 from {{ cookiecutter.package_name }}.errors import (  # noqa: E402
     PipelineError,
 )
 from {{ cookiecutter.package_name }}.settings import (  # noqa: E402
     Settings,
+)
+from {{ cookiecutter.package_name }}.transformations import (  # noqa: E402
+    columns,
 )
 
 Connector = Literal["python", "builtin"]
@@ -152,7 +152,7 @@ def check(run: harness.JobRun, records: int, name: str) -> None:
     """Every record was read, and every one was a valid event that reached the aggregation."""
     if run.input_rows != records:
         raise SystemExit(f"{name} read {run.input_rows} records, expected {records}")
-    malformed = run.observed(transformations.MALFORMED_ROWS)
+    malformed = run.observed(columns.MALFORMED_ROWS)
     if malformed:
         raise SystemExit(f"{name} found {malformed} malformed records; all should be valid")
 

@@ -18,21 +18,23 @@ from pyspark.sql import DataFrame, SparkSession
 
 import support.kafka_backends as brokers
 import support.pipelines as pipelines
-from {{ cookiecutter.package_name }} import (
-    transformations,
-)
 from {{ cookiecutter.package_name }}.settings import (
     Settings,
 )
-from {{ cookiecutter.package_name }}.sink import (
+from {{ cookiecutter.package_name }}.sink.writer import (
     Trigger,
     start_file_sink,
 )
 from {{ cookiecutter.package_name }}.source.connector import (
     read_kafka_stream,
 )
-from {{ cookiecutter.package_name }}.spark_session import (
+from {{ cookiecutter.package_name }}.spark.session import (
     build_spark_session,
+)
+from {{ cookiecutter.package_name }}.transformations import (
+    aggregation,
+    columns,
+    parsing,
 )
 
 # Records per produce() call: bounds the producer's memory, whatever --records says.
@@ -120,16 +122,16 @@ def windowed_job(
     raw = read_kafka_stream(
         spark, settings.kafka, initial_offsets_location=str(checkpoint / "sources" / "0" / "0")
     )
-    parsed = transformations.parse_events(
+    parsed = parsing.parse_events(
         raw,
         time_source=settings.events.time_source,
         time_field=settings.events.time_field,
         max_value_bytes=settings.events.max_value_bytes,
     )
     if observed:
-        parsed = transformations.observe_batch_metrics(parsed)
-    return transformations.windowed_aggregates(
-        transformations.valid_events(parsed),
+        parsed = parsing.observe_batch_metrics(parsed)
+    return aggregation.windowed_aggregates(
+        parsing.valid_events(parsed),
         window=settings.window.spec,
         keys=settings.aggregation.keys,
         metrics=settings.aggregation.metric_specs,
@@ -178,10 +180,7 @@ class JobRun:
 
     def observed(self, metric: str) -> int:
         """A batch metric of ``observe_batch_metrics``, summed over the run's batches."""
-        rows = [
-            (p.get("observedMetrics") or {}).get(transformations.BATCH_METRICS)
-            for p in self.progress
-        ]
+        rows = [(p.get("observedMetrics") or {}).get(columns.BATCH_METRICS) for p in self.progress]
         # A batch without input observes nothing, and a sum over no rows is null.
         return sum(int(row[metric] or 0) for row in rows if row is not None)
 

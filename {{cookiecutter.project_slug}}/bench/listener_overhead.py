@@ -27,7 +27,7 @@ from pyspark.sql import SparkSession  # noqa: E402
 
 import support.kafka_backends as brokers  # noqa: E402
 import support.pipelines as pipelines  # noqa: E402
-from {{ cookiecutter.package_name }}.app.run import (  # noqa: E402
+from {{ cookiecutter.package_name }}.app.queries import (  # noqa: E402
     METRICS,
 )
 from {{ cookiecutter.package_name }}.ledger.listener import (  # noqa: E402

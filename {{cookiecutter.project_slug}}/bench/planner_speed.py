@@ -30,28 +30,28 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TypeVar
 
-from {{ cookiecutter.package_name }}.offsets import (
-    PartitionKey,
-    format_offsets,
-)
-from {{ cookiecutter.package_name }}.upgrade.history import (
+from {{ cookiecutter.package_name }}.planner.history import (
     BatchFacts,
     CheckpointBatch,
     CheckpointFacts,
     flat_offsets,
 )
-from {{ cookiecutter.package_name }}.upgrade.restart import (
+from {{ cookiecutter.package_name }}.planner.restart import (
     RestartPlan,
     plan_restart,
 )
-from {{ cookiecutter.package_name }}.upgrade.tightening import (
+from {{ cookiecutter.package_name }}.planner.tightening import (
     Scan,
     tighten,
 )
-from {{ cookiecutter.package_name }}.upgrade.windows import (
+from {{ cookiecutter.package_name }}.planner.windows import (
     earliest_open_event_ms,
 )
-from {{ cookiecutter.package_name }}.validation import (
+from {{ cookiecutter.package_name }}.values.offsets import (
+    PartitionKey,
+    format_offsets,
+)
+from {{ cookiecutter.package_name }}.values.validation import (
     WindowSpec,
 )
 

@@ -95,21 +95,21 @@ from {{ cookiecutter.package_name }}.cli import (  # noqa: E402
 from {{ cookiecutter.package_name }}.errors import (  # noqa: E402
     PipelineError,
 )
+from {{ cookiecutter.package_name }}.planner.decide import (  # noqa: E402
+    ScanRequest,
+)
+from {{ cookiecutter.package_name }}.planner.tightening import (  # noqa: E402
+    ScanRange,
+)
 from {{ cookiecutter.package_name }}.settings import (  # noqa: E402
     load_settings,
 )
 from {{ cookiecutter.package_name }}.upgrade import (  # noqa: E402
     event_scan,
 )
-from {{ cookiecutter.package_name }}.upgrade.decide import (  # noqa: E402
-    ScanRequest,
-)
 from {{ cookiecutter.package_name }}.upgrade.gather import (  # noqa: E402
     open_broker,
     source_options,
-)
-from {{ cookiecutter.package_name }}.upgrade.tightening import (  # noqa: E402
-    ScanRange,
 )
 
 T = TypeVar("T")

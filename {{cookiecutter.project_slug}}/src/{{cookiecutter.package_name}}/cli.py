@@ -18,11 +18,11 @@ from pyspark.errors import PySparkException
 from . import __version__
 from .app import checkpoint_command, configuration, connector_command, output_command
 from .app import run as running
-from .app.run import cause
 from .errors import ConfigError, PipelineError
 from .settings import LoadedSettings
+from .spark.errors import cause
 from .upgrade import commands as upgrade
-from .validation import InvalidValueError
+from .values.validation import InvalidValueError
 
 PROG = __package__ or "pipeline"
 

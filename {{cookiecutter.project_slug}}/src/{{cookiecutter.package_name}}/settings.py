@@ -19,8 +19,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .errors import ConfigError
-from .redaction import redact_value
-from .validation import (
+from .ledger.registry import StoreName
+from .sink.formats import SinkFormat
+from .source.connectors import Connector
+from .values.redaction import redact_value
+from .values.validation import (
     InvalidValueError,
     MetricSpec,
     WindowSpec,
@@ -55,7 +58,7 @@ class PipelineSettings:
 class KafkaSettings:
     bootstrap_servers: str
     topics: tuple[str, ...]
-    connector: Literal["python", "builtin"]
+    connector: Connector  # see source.connectors
     starting_offsets: str = "earliest"
     # 0 leaves batches unbounded, as the built-in connector does without the option.
     max_offsets_per_trigger: int = 0
@@ -146,13 +149,13 @@ class AggregationSettings:
 
 @dataclass(frozen=True, slots=True)
 class SinkSettings:
-    format: Literal["parquet", "orc"]
+    format: SinkFormat
     trigger_interval: str = "10 seconds"
 
 
 @dataclass(frozen=True, slots=True)
 class LedgerSettings:
-    store: Literal["sqlite", "postgres", "filesystem"]
+    store: StoreName  # see ledger.registry
     # A file path for sqlite, a DSN for postgres, a directory URI for filesystem.
     location: str
 

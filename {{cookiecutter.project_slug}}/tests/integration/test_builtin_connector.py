@@ -35,7 +35,7 @@ from {{ cookiecutter.package_name }}.settings import (
 from {{ cookiecutter.package_name }}.source.connector import (
     read_kafka_stream,
 )
-from {{ cookiecutter.package_name }}.spark_session import (
+from {{ cookiecutter.package_name }}.spark.session import (
     build_spark_session,
 )
 

@@ -21,12 +21,16 @@ from {{ cookiecutter.package_name }}.app.inspect import (
     Verdict,
     inspect_checkpoint,
 )
-from {{ cookiecutter.package_name }}.app.run import (
+from {{ cookiecutter.package_name }}.app.queries import (
     AGGREGATES_QUERY,
+)
+from {{ cookiecutter.package_name }}.app.run import (
     RunRequest,
     RunSummary,
-    UpgradeRequiredError,
     run_pipeline,
+)
+from {{ cookiecutter.package_name }}.app.run_bookkeeping import (
+    UpgradeRequiredError,
 )
 from {{ cookiecutter.package_name }}.checkpoint.reader import (
     read_checkpoint,
@@ -34,8 +38,12 @@ from {{ cookiecutter.package_name }}.checkpoint.reader import (
 from {{ cookiecutter.package_name }}.cli import (
     main,
 )
-from {{ cookiecutter.package_name }}.layout import (
+from {{ cookiecutter.package_name }}.generation.layout import (
     GenerationLayout,
+)
+from {{ cookiecutter.package_name }}.generation.run_lock import (
+    RunLock,
+    RunLockHeldError,
 )
 from {{ cookiecutter.package_name }}.ledger.opening import (
     open_store,
@@ -43,16 +51,12 @@ from {{ cookiecutter.package_name }}.ledger.opening import (
 from {{ cookiecutter.package_name }}.ledger.records import (
     BatchRecord,
 )
-from {{ cookiecutter.package_name }}.offsets import (
-    format_offsets,
-    offsets_from_json_object,
-)
-from {{ cookiecutter.package_name }}.run_lock import (
-    RunLock,
-    RunLockHeldError,
-)
 from {{ cookiecutter.package_name }}.settings import (
     Settings,
+)
+from {{ cookiecutter.package_name }}.values.offsets import (
+    format_offsets,
+    offsets_from_json_object,
 )
 
 BASE_MS = pipelines.BASE_MS

@@ -27,7 +27,7 @@ from {{ cookiecutter.package_name }}.app.run import (
 from {{ cookiecutter.package_name }}.cli import (
     main,
 )
-from {{ cookiecutter.package_name }}.layout import (
+from {{ cookiecutter.package_name }}.generation.layout import (
     GenerationLayout,
 )
 from {{ cookiecutter.package_name }}.settings import (

@@ -33,7 +33,7 @@ from {{ cookiecutter.package_name }}.app.run import (
     RunRequest,
     run_pipeline,
 )
-from {{ cookiecutter.package_name }}.layout import (
+from {{ cookiecutter.package_name }}.generation.layout import (
     GenerationLayout,
 )
 from {{ cookiecutter.package_name }}.ledger.opening import (

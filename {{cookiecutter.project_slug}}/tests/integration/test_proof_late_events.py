@@ -31,11 +31,14 @@ from {{ cookiecutter.package_name }}.app.run import (
 from {{ cookiecutter.package_name }}.cli import (
     main,
 )
-from {{ cookiecutter.package_name }}.layout import (
+from {{ cookiecutter.package_name }}.generation.layout import (
     GenerationLayout,
 )
 from {{ cookiecutter.package_name }}.ledger.opening import (
     open_store,
+)
+from {{ cookiecutter.package_name }}.planner.plan import (
+    UpgradePlan,
 )
 from {{ cookiecutter.package_name }}.settings import (
     Settings,
@@ -43,9 +46,6 @@ from {{ cookiecutter.package_name }}.settings import (
 )
 from {{ cookiecutter.package_name }}.upgrade.commands import (
     plan_command,
-)
-from {{ cookiecutter.package_name }}.upgrade.plan import (
-    UpgradePlan,
 )
 
 pytestmark = pytest.mark.integration

@@ -23,11 +23,17 @@ from {{ cookiecutter.package_name }}.app.run import (
     RunRequest,
     run_pipeline,
 )
-from {{ cookiecutter.package_name }}.layout import (
+from {{ cookiecutter.package_name }}.generation.layout import (
     GenerationLayout,
 )
 from {{ cookiecutter.package_name }}.ledger.opening import (
     open_store,
+)
+from {{ cookiecutter.package_name }}.planner.errors import (
+    PlanAlreadyAppliedError,
+)
+from {{ cookiecutter.package_name }}.planner.plan import (
+    UpgradePlan,
 )
 from {{ cookiecutter.package_name }}.settings import (
     Settings,
@@ -36,12 +42,6 @@ from {{ cookiecutter.package_name }}.settings import (
 from {{ cookiecutter.package_name }}.upgrade.commands import (
     APPLY_STEPS,
     apply_command,
-)
-from {{ cookiecutter.package_name }}.upgrade.errors import (
-    PlanAlreadyAppliedError,
-)
-from {{ cookiecutter.package_name }}.upgrade.plan import (
-    UpgradePlan,
 )
 
 pytestmark = pytest.mark.integration

@@ -20,7 +20,7 @@ from {{ cookiecutter.package_name }}.checkpoint.reader import (
 from {{ cookiecutter.package_name }}.cli import (
     PROG,
 )
-from {{ cookiecutter.package_name }}.layout import (
+from {{ cookiecutter.package_name }}.generation.layout import (
     GenerationLayout,
 )
 

@@ -18,7 +18,7 @@ from {{ cookiecutter.package_name }}.app.run import (
     RunRequest,
     run_pipeline,
 )
-from {{ cookiecutter.package_name }}.layout import (
+from {{ cookiecutter.package_name }}.generation.layout import (
     GenerationLayout,
 )
 from {{ cookiecutter.package_name }}.ledger.opening import (
@@ -27,20 +27,20 @@ from {{ cookiecutter.package_name }}.ledger.opening import (
 from {{ cookiecutter.package_name }}.ledger.records import (
     GenerationStatus,
 )
-from {{ cookiecutter.package_name }}.output_reader import (
-    read_output,
+from {{ cookiecutter.package_name }}.planner.errors import (
+    PlanAlreadyAppliedError,
 )
 from {{ cookiecutter.package_name }}.settings import (
     Settings,
+)
+from {{ cookiecutter.package_name }}.sink.reader import (
+    read_output,
 )
 from {{ cookiecutter.package_name }}.upgrade.commands import (
     APPLY_STEPS,
     apply_command,
     plan_command,
     rollback_command,
-)
-from {{ cookiecutter.package_name }}.upgrade.errors import (
-    PlanAlreadyAppliedError,
 )
 
 pytestmark = pytest.mark.integration

@@ -24,10 +24,10 @@ from {{ cookiecutter.package_name }}.cli import (
     PROG,
     main,
 )
-from {{ cookiecutter.package_name }}.layout import (
+from {{ cookiecutter.package_name }}.generation.layout import (
     GenerationLayout,
 )
-from {{ cookiecutter.package_name }}.run_lock import (
+from {{ cookiecutter.package_name }}.generation.run_lock import (
     RunLock,
 )
 from {{ cookiecutter.package_name }}.settings import (

@@ -15,11 +15,11 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from {{ cookiecutter.package_name }}.app.signature import (
-    derive_signature,
-)
-from {{ cookiecutter.package_name }}.layout import (
+from {{ cookiecutter.package_name }}.generation.layout import (
     GenerationLayout,
+)
+from {{ cookiecutter.package_name }}.generation.signature import (
+    derive_signature,
 )
 from {{ cookiecutter.package_name }}.ledger.records import (
     BatchRecord,
@@ -29,14 +29,7 @@ from {{ cookiecutter.package_name }}.ledger.records import (
 from {{ cookiecutter.package_name }}.ledger.sqlite_store import (
     SqliteOffsetStore,
 )
-from {{ cookiecutter.package_name }}.offsets import (
-    PartitionKey,
-)
-from {{ cookiecutter.package_name }}.settings import (
-    Settings,
-    load_settings,
-)
-from {{ cookiecutter.package_name }}.upgrade.decide import (
+from {{ cookiecutter.package_name }}.planner.decide import (
     ScanRequest,
     ScanResults,
     advise_upgrade,
@@ -44,20 +37,27 @@ from {{ cookiecutter.package_name }}.upgrade.decide import (
     decide,
     scan_request,
 )
-from {{ cookiecutter.package_name }}.upgrade.facts import (
+from {{ cookiecutter.package_name }}.planner.facts import (
     UpgradeFacts,
+)
+from {{ cookiecutter.package_name }}.planner.late_records import (
+    count_waiting,
+)
+from {{ cookiecutter.package_name }}.planner.plan import (
+    UpgradePlan,
+)
+from {{ cookiecutter.package_name }}.planner.tightening import (
+    scan_partition,
+)
+from {{ cookiecutter.package_name }}.settings import (
+    Settings,
+    load_settings,
 )
 from {{ cookiecutter.package_name }}.upgrade.gather import (
     gather,
 )
-from {{ cookiecutter.package_name }}.upgrade.late_records import (
-    count_waiting,
-)
-from {{ cookiecutter.package_name }}.upgrade.plan import (
-    UpgradePlan,
-)
-from {{ cookiecutter.package_name }}.upgrade.tightening import (
-    scan_partition,
+from {{ cookiecutter.package_name }}.values.offsets import (
+    PartitionKey,
 )
 
 PIPELINE = "page-views-test"

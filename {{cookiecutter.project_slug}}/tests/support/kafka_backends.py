@@ -76,10 +76,10 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined, unused-ignore]
     NewTopic,
 )
 
-from {{ cookiecutter.package_name }} import (
+from {{ cookiecutter.package_name }}.spark import (
     maven,
 )
-from {{ cookiecutter.package_name }}.spark_session import (
+from {{ cookiecutter.package_name }}.spark.session import (
     SparkEnvironmentError,
     check_java,
     java_executable,

@@ -18,15 +18,18 @@ from {{ cookiecutter.package_name }}.ledger.records import (
     GenerationStatus,
     LedgerGap,
 )
+from {{ cookiecutter.package_name }}.ledger.registry import (
+    STORES,
+)
 from {{ cookiecutter.package_name }}.ledger.store import (
     OffsetStore,
 )
 
 LEDGER_PACKAGE = OffsetStore.__module__.rpartition(".")[0]
 STORE_KINDS = [
-    kind
-    for kind in ("sqlite", "postgres", "filesystem")
-    if importlib.util.find_spec(f"{LEDGER_PACKAGE}.{kind}_store") is not None
+    name
+    for name, kind in STORES.items()
+    if importlib.util.find_spec(f"{LEDGER_PACKAGE}.{kind.module}") is not None
 ]
 
 
@@ -42,8 +45,9 @@ class StoreHarness:
 
 def store_class(kind: str) -> Any:
     """The store class of one kind ("sqlite", "postgres", "filesystem")."""
-    module = importlib.import_module(f"{LEDGER_PACKAGE}.{kind}_store")
-    return getattr(module, f"{kind.capitalize()}OffsetStore")
+    entry = STORES[kind]  # type: ignore[index]  # a name the test gives, checked here
+    module = importlib.import_module(f"{LEDGER_PACKAGE}.{entry.module}")
+    return getattr(module, entry.class_name)
 
 
 def _psycopg(module: str) -> Any:

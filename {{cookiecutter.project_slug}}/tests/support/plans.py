@@ -5,27 +5,27 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from {{ cookiecutter.package_name }}.upgrade.advisor import (
+from {{ cookiecutter.package_name }}.planner.advisor import (
     Advice,
     Verdict,
 )
-from {{ cookiecutter.package_name }}.upgrade.plan import (
+from {{ cookiecutter.package_name }}.planner.plan import (
     PartitionRestart,
     UpgradePlan,
 )
-from {{ cookiecutter.package_name }}.upgrade.replay_filter import (
+from {{ cookiecutter.package_name }}.planner.replay_filter import (
     ReplayFilter,
 )
-from {{ cookiecutter.package_name }}.upgrade.restart import (
+from {{ cookiecutter.package_name }}.planner.restart import (
     RestartKind,
 )
-from {{ cookiecutter.package_name }}.upgrade.signature import (
+from {{ cookiecutter.package_name }}.planner.signature import (
     Aggregate,
     Column,
     PipelineSignature,
     SourceSignature,
 )
-from {{ cookiecutter.package_name }}.validation import (
+from {{ cookiecutter.package_name }}.values.validation import (
     WindowSpec,
 )
 

@@ -14,20 +14,23 @@ import pyspark
 import pytest
 from pyspark.sql import SparkSession
 
-from {{ cookiecutter.package_name }} import (
+from {{ cookiecutter.package_name }}.settings import (
+    load_settings,
+)
+from {{ cookiecutter.package_name }}.source import (
+    connectors,
+)
+from {{ cookiecutter.package_name }}.spark import (
     maven,
 )
-from {{ cookiecutter.package_name }}.kafka_jars import (
+from {{ cookiecutter.package_name }}.spark.kafka_jars import (
     SPARK_KAFKA_JARS,
     connector_package,
     fetch_connector_jars,
 )
-from {{ cookiecutter.package_name }}.settings import (
-    load_settings,
-)
 
 CONNECTOR_ENV_VAR = "KAFKA_CONNECTOR"
-CONNECTORS = ("python", "builtin")
+CONNECTORS = connectors.CONNECTORS
 
 
 def connector_under_test() -> str:

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from {{ cookiecutter.package_name }}.upgrade.advisor import (
+from {{ cookiecutter.package_name }}.planner.advisor import (
     Verdict,
     advise,
     max_watermark_delay_ms,

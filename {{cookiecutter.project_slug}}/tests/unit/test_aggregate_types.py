@@ -33,18 +33,6 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from {{ cookiecutter.package_name }} import (
-    aggregate_types,
-    transformations,
-)
-from {{ cookiecutter.package_name }}.aggregate_types import (
-    AGGREGATE_TYPES,
-    INPUT_TYPES,
-    AmbiguousColumnError,
-    InvalidAggregateTypeError,
-    event_columns,
-    output_schema,
-)
 from {{ cookiecutter.package_name }}.settings import (
     load_settings,
 )
@@ -52,21 +40,40 @@ from {{ cookiecutter.package_name }}.source.schema import (
     spark_schema,
 )
 from {{ cookiecutter.package_name }}.transformations import (
-    EVENT_SCHEMA,
+    aggregate_types,
+    aggregation,
+    parsing,
+)
+from {{ cookiecutter.package_name }}.transformations.aggregate_types import (
+    AGGREGATE_TYPES,
+    INPUT_TYPES,
+    AmbiguousColumnError,
+    InvalidAggregateTypeError,
+    event_columns,
+    output_schema,
+)
+from {{ cookiecutter.package_name }}.transformations.aggregation import (
+    aggregate_schema,
+)
+from {{ cookiecutter.package_name }}.transformations.columns import (
     KAFKA_COLUMNS,
     TimeSource,
-    aggregate_schema,
+)
+from {{ cookiecutter.package_name }}.transformations.events import (
+    EVENT_SCHEMA,
+)
+from {{ cookiecutter.package_name }}.transformations.parsing import (
     parse_events,
     valid_events,
 )
-from {{ cookiecutter.package_name }}.validation import (
+from {{ cookiecutter.package_name }}.values.validation import (
     METRIC_FUNCTIONS,
     InvalidValueError,
     MetricSpec,
 )
 
 # Every type parse_events supports, so a type added there is covered here without an edit.
-SUPPORTED_TYPES: list[DataType] = [json_type() for json_type in transformations.JSON_TYPES]
+SUPPORTED_TYPES: list[DataType] = [json_type() for json_type in parsing.JSON_TYPES]
 TIME_FIELD = "ts"
 # One field per supported type, nullable and required, and the time field.
 TYPE_SCHEMA = StructType(
@@ -256,7 +263,7 @@ def table_entry_disagreements(
 
 
 def test_the_table_has_a_row_per_function_and_a_column_per_supported_type() -> None:
-    assert set(transformations._METRIC_FUNCTIONS) == set(METRIC_FUNCTIONS)
+    assert set(aggregation._METRIC_FUNCTIONS) == set(METRIC_FUNCTIONS)
     assert set(INPUT_TYPES) == {t.simpleString() for t in SUPPORTED_TYPES}
     assert set(AGGREGATE_TYPES) == {(f, t) for f in METRIC_FUNCTIONS for t in INPUT_TYPES}
 
@@ -529,9 +536,9 @@ def test_output_schema_starts_no_jvm() -> None:
     code = textwrap.dedent(
         """
         from pyspark import SparkContext
-        from {{ cookiecutter.package_name }}.aggregate_types import output_schema
-        from {{ cookiecutter.package_name }}.transformations import EVENT_SCHEMA
-        from {{ cookiecutter.package_name }}.validation import MetricSpec
+        from {{ cookiecutter.package_name }}.transformations.aggregate_types import output_schema
+        from {{ cookiecutter.package_name }}.transformations.events import EVENT_SCHEMA
+        from {{ cookiecutter.package_name }}.values.validation import MetricSpec
 
         print(output_schema(EVENT_SCHEMA, time_source="payload", time_field="event_time",
                             keys=["article_id"], metrics=[MetricSpec("views", "count", "*")]))

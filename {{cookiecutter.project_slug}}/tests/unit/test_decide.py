@@ -13,22 +13,22 @@ import support.fake_world as fake
 from {{ cookiecutter.package_name }}.ledger.records import (
     GenerationRecord,
 )
-from {{ cookiecutter.package_name }}.upgrade.advisor import (
+from {{ cookiecutter.package_name }}.planner.advisor import (
     Verdict,
 )
-from {{ cookiecutter.package_name }}.upgrade.decide import (
+from {{ cookiecutter.package_name }}.planner.decide import (
     advise_upgrade,
     batch_level,
     decide,
     scan_request,
 )
-from {{ cookiecutter.package_name }}.upgrade.replay_filter import (
+from {{ cookiecutter.package_name }}.planner.replay_filter import (
     ReplayFilter,
 )
-from {{ cookiecutter.package_name }}.upgrade.restart import (
+from {{ cookiecutter.package_name }}.planner.restart import (
     RestartKind,
 )
-from {{ cookiecutter.package_name }}.upgrade.retention import (
+from {{ cookiecutter.package_name }}.planner.retention import (
     OffsetsOutOfRetentionError,
 )
 

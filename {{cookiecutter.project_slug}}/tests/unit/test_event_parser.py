@@ -34,22 +34,26 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from {{ cookiecutter.package_name }}.event_parser import (
+from {{ cookiecutter.package_name }}.source.schema import (
+    spark_schema,
+)
+from {{ cookiecutter.package_name }}.transformations.columns import (
+    EVENT_TIME,
+    MALFORMED_REASON,
+)
+from {{ cookiecutter.package_name }}.transformations.event_parser import (
     UNSURE,
     EventParser,
     ParsedRecord,
     Unsure,
 )
-from {{ cookiecutter.package_name }}.source.schema import (
-    spark_schema,
-)
-from {{ cookiecutter.package_name }}.transformations import (
+from {{ cookiecutter.package_name }}.transformations.events import (
     EVENT_SCHEMA,
-    EVENT_TIME,
-    MALFORMED_REASON,
+)
+from {{ cookiecutter.package_name }}.transformations.parsing import (
     parse_events,
 )
-from {{ cookiecutter.package_name }}.validation import (
+from {{ cookiecutter.package_name }}.values.validation import (
     InvalidValueError,
 )
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from {{ cookiecutter.package_name }} import (
+from {{ cookiecutter.package_name }}.spark import (
     maven,
 )
 

@@ -1,6 +1,6 @@
 import pytest
 
-from {{ cookiecutter.package_name }}.offsets import (
+from {{ cookiecutter.package_name }}.values.offsets import (
     InvalidOffsetsError,
     flatten,
     format_offsets,

@@ -23,20 +23,20 @@ from {{ cookiecutter.package_name }}.app.output_command import (
     InvalidLimitError,
     show_output,
 )
-from {{ cookiecutter.package_name }}.layout import (
+from {{ cookiecutter.package_name }}.generation.layout import (
     GenerationLayout,
 )
-from {{ cookiecutter.package_name }}.output_reader import (
+from {{ cookiecutter.package_name }}.settings import (
+    Settings,
+    load_settings,
+)
+from {{ cookiecutter.package_name }}.sink.reader import (
     IncompatibleGenerationsError,
     NoOutputError,
     committed_files,
     describe_generations,
     generations_present,
     read_output,
-)
-from {{ cookiecutter.package_name }}.settings import (
-    Settings,
-    load_settings,
 )
 
 QUERY_TIMEOUT_S = 60

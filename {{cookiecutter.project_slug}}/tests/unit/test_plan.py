@@ -12,37 +12,37 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import support.plans as plan_documents
-from {{ cookiecutter.package_name }}.upgrade.advisor import (
+from {{ cookiecutter.package_name }}.planner.advisor import (
     Advice,
     Change,
     Verdict,
 )
-from {{ cookiecutter.package_name }}.upgrade.errors import (
+from {{ cookiecutter.package_name }}.planner.errors import (
     PlanFormatError,
     PlanFormatVersionError,
 )
-from {{ cookiecutter.package_name }}.upgrade.late_records import (
+from {{ cookiecutter.package_name }}.planner.late_records import (
     WaitingScan,
 )
-from {{ cookiecutter.package_name }}.upgrade.plan import (
+from {{ cookiecutter.package_name }}.planner.plan import (
     FORMAT_VERSION,
     PartitionRestart,
     ReplayScan,
     UpgradePlan,
 )
-from {{ cookiecutter.package_name }}.upgrade.replay_filter import (
+from {{ cookiecutter.package_name }}.planner.replay_filter import (
     ReplayFilter,
 )
-from {{ cookiecutter.package_name }}.upgrade.restart import (
+from {{ cookiecutter.package_name }}.planner.restart import (
     RestartKind,
 )
-from {{ cookiecutter.package_name }}.upgrade.signature import (
+from {{ cookiecutter.package_name }}.planner.signature import (
     Aggregate,
     Column,
     PipelineSignature,
     SourceSignature,
 )
-from {{ cookiecutter.package_name }}.validation import (
+from {{ cookiecutter.package_name }}.values.validation import (
     WindowSpec,
 )
 

@@ -11,48 +11,48 @@ import pytest
 from {{ cookiecutter.package_name }}.errors import (
     PipelineError,
 )
-from {{ cookiecutter.package_name }}.offsets import (
-    InvalidOffsetsError,
-    PartitionKey,
-)
-from {{ cookiecutter.package_name }}.upgrade.errors import (
+from {{ cookiecutter.package_name }}.planner.errors import (
     InconsistentInputsError,
     LedgerAheadError,
     NoCommittedBatchError,
     PlanningError,
     UnknownWatermarkError,
 )
-from {{ cookiecutter.package_name }}.upgrade.history import (
+from {{ cookiecutter.package_name }}.planner.history import (
     EARLIEST,
     BatchFacts,
     CheckpointBatch,
     CheckpointFacts,
     flat_offsets,
 )
-from {{ cookiecutter.package_name }}.upgrade.late_records import (
+from {{ cookiecutter.package_name }}.planner.late_records import (
     LateRecords,
     count_late_records,
 )
-from {{ cookiecutter.package_name }}.upgrade.replay_filter import (
+from {{ cookiecutter.package_name }}.planner.replay_filter import (
     late_event_threshold_ms,
     replay_filter_bounds,
 )
-from {{ cookiecutter.package_name }}.upgrade.restart import (
+from {{ cookiecutter.package_name }}.planner.restart import (
     RestartPlan,
     plan_restart,
 )
-from {{ cookiecutter.package_name }}.upgrade.retention import (
+from {{ cookiecutter.package_name }}.planner.retention import (
     OffsetsOutOfRetentionError,
     check_retention,
 )
-from {{ cookiecutter.package_name }}.upgrade.tightening import (
+from {{ cookiecutter.package_name }}.planner.tightening import (
     Scan,
     tighten,
 )
-from {{ cookiecutter.package_name }}.upgrade.windows import (
+from {{ cookiecutter.package_name }}.planner.windows import (
     earliest_open_event_ms,
 )
-from {{ cookiecutter.package_name }}.validation import (
+from {{ cookiecutter.package_name }}.values.offsets import (
+    InvalidOffsetsError,
+    PartitionKey,
+)
+from {{ cookiecutter.package_name }}.values.validation import (
     InvalidValueError,
     WindowSpec,
 )

@@ -43,30 +43,30 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import support.append_simulator as simulator
-from {{ cookiecutter.package_name }}.offsets import (
-    PartitionKey,
-)
-from {{ cookiecutter.package_name }}.upgrade.history import (
+from {{ cookiecutter.package_name }}.planner.history import (
     BatchFacts,
     CheckpointBatch,
     CheckpointFacts,
 )
-from {{ cookiecutter.package_name }}.upgrade.restart import (
+from {{ cookiecutter.package_name }}.planner.restart import (
     RestartPlan,
     plan_restart,
 )
-from {{ cookiecutter.package_name }}.upgrade.retention import (
+from {{ cookiecutter.package_name }}.planner.retention import (
     check_retention,
 )
-from {{ cookiecutter.package_name }}.upgrade.tightening import (
+from {{ cookiecutter.package_name }}.planner.tightening import (
     Scan,
     tighten,
 )
-from {{ cookiecutter.package_name }}.upgrade.windows import (
+from {{ cookiecutter.package_name }}.planner.windows import (
     earliest_open_event_ms,
     last_written_window_end_ms,
 )
-from {{ cookiecutter.package_name }}.validation import (
+from {{ cookiecutter.package_name }}.values.offsets import (
+    PartitionKey,
+)
+from {{ cookiecutter.package_name }}.values.validation import (
     WindowSpec,
 )
 

@@ -9,7 +9,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 import support.waiting as waiting
-from {{ cookiecutter.package_name }}.progress_events import (
+from {{ cookiecutter.package_name }}.spark.progress_events import (
     JsonProgressListener,
 )
 

@@ -1,6 +1,6 @@
 import pytest
 
-from {{ cookiecutter.package_name }}.redaction import redact_text, redact_value
+from {{ cookiecutter.package_name }}.values.redaction import redact_text, redact_value
 
 
 @pytest.mark.parametrize(

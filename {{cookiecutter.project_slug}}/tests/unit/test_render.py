@@ -6,15 +6,15 @@ import dataclasses
 import json
 
 import support.plans as plans
-from {{ cookiecutter.package_name }}.upgrade.plan import (
+from {{ cookiecutter.package_name }}.planner.plan import (
     PartitionRestart,
     UpgradePlan,
 )
-from {{ cookiecutter.package_name }}.upgrade.render import (
+from {{ cookiecutter.package_name }}.planner.render import (
     render_json,
     render_plan,
 )
-from {{ cookiecutter.package_name }}.upgrade.restart import (
+from {{ cookiecutter.package_name }}.planner.restart import (
     RestartKind,
 )
 

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from {{ cookiecutter.package_name }}.app.run import (
+from {{ cookiecutter.package_name }}.app.run_bookkeeping import (
     UpgradeIncompleteError,
-    _mark_unrecorded_batches,
-    _refuse_without_history,
+    mark_unrecorded_batches,
+    refuse_without_history,
 )
-from {{ cookiecutter.package_name }}.layout import (
+from {{ cookiecutter.package_name }}.generation.layout import (
     GenerationLayout,
 )
 from {{ cookiecutter.package_name }}.ledger.records import (
@@ -70,8 +70,8 @@ def test_committed_batches_the_ledger_lacks_get_gap_markers_once(tmp_path: Path)
         store.record_gap(LedgerGap(PIPELINE, 1, 3, "a write failed", 0))
 
         # 1 and 4: committed, neither recorded nor marked. 3 already has its marker.
-        assert _mark_unrecorded_batches(store, PIPELINE, layout) == [1, 4]
-        assert _mark_unrecorded_batches(store, PIPELINE, layout) == []
+        assert mark_unrecorded_batches(store, PIPELINE, layout) == [1, 4]
+        assert mark_unrecorded_batches(store, PIPELINE, layout) == []
         marked = [gap.batch_id for gap in store.gaps(PIPELINE, 1) if gap.batch_id is not None]
     assert sorted(marked) == [1, 3, 4]
 
@@ -79,7 +79,7 @@ def test_committed_batches_the_ledger_lacks_get_gap_markers_once(tmp_path: Path)
 def test_a_generation_with_no_checkpoint_yet_has_nothing_to_mark(tmp_path: Path) -> None:
     layout = GenerationLayout(str(tmp_path / "pipeline"), 1)
     with SqliteOffsetStore(tmp_path / "ledger.sqlite") as store:
-        assert _mark_unrecorded_batches(store, PIPELINE, layout) == []
+        assert mark_unrecorded_batches(store, PIPELINE, layout) == []
 
 
 def test_a_lost_ledger_with_a_later_generation_on_disk_is_refused(tmp_path: Path) -> None:
@@ -90,7 +90,7 @@ def test_a_lost_ledger_with_a_later_generation_on_disk_is_refused(tmp_path: Path
     committed(Path(GenerationLayout(str(root), 1).checkpoint), range(2))
     with SqliteOffsetStore(tmp_path / "ledger.sqlite") as store:
         # Only generation 1 on disk: running it again is the way to rebuild its record.
-        _refuse_without_history(store, settings, 1)
+        refuse_without_history(store, settings, 1)
         committed(Path(GenerationLayout(str(root), 2).checkpoint), range(1))
         with pytest.raises(UpgradeIncompleteError, match="committed checkpoints of generations 2"):
-            _refuse_without_history(store, settings, 1)
+            refuse_without_history(store, settings, 1)

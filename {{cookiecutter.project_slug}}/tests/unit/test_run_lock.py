@@ -24,7 +24,7 @@ import pyarrow.fs
 import pytest
 
 import support.waiting as waiting
-from {{ cookiecutter.package_name }}.run_lock import (
+from {{ cookiecutter.package_name }}.generation.run_lock import (
     LockRecord,
     ProcessState,
     RunLock,

@@ -2,12 +2,12 @@ from collections.abc import Callable, Iterable, Mapping
 
 import pytest
 
-from {{ cookiecutter.package_name }}.offsets import (
-    PartitionKey,
-)
 from {{ cookiecutter.package_name }}.source.ranges import (
     OffsetRange,
     plan_ranges,
+)
+from {{ cookiecutter.package_name }}.values.offsets import (
+    PartitionKey,
 )
 
 

@@ -13,19 +13,21 @@ from pathlib import Path
 import pyspark
 import pytest
 
-from {{ cookiecutter.package_name }} import (
-    maven,
-    spark_session,
-)
-from {{ cookiecutter.package_name }}.kafka_jars import (
-    ConnectorUnavailableError,
-    connector_package,
-)
 from {{ cookiecutter.package_name }}.settings import (
     Settings,
     load_settings,
 )
-from {{ cookiecutter.package_name }}.spark_session import (
+from {{ cookiecutter.package_name }}.spark import (
+    maven,
+)
+from {{ cookiecutter.package_name }}.spark import (
+    session as spark_session,
+)
+from {{ cookiecutter.package_name }}.spark.kafka_jars import (
+    ConnectorUnavailableError,
+    connector_package,
+)
+from {{ cookiecutter.package_name }}.spark.session import (
     SparkEnvironmentError,
     check_java,
     check_pyarrow,

@@ -6,17 +6,17 @@ import dataclasses
 from pathlib import Path
 
 import support.fake_world as fake
-from {{ cookiecutter.package_name }}.upgrade.decide import (
+from {{ cookiecutter.package_name }}.planner.decide import (
     batch_level,
 )
-from {{ cookiecutter.package_name }}.upgrade.replay_filter import (
+from {{ cookiecutter.package_name }}.planner.replay_filter import (
     ReplayFilter,
 )
-from {{ cookiecutter.package_name }}.upgrade.staleness import (
+from {{ cookiecutter.package_name }}.planner.staleness import (
     level_moved,
     what_moved,
 )
-from {{ cookiecutter.package_name }}.upgrade.words import (
+from {{ cookiecutter.package_name }}.planner.words import (
     when,
 )
 

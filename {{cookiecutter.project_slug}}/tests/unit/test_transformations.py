@@ -32,24 +32,30 @@ from pyspark.sql.types import (
 from {{ cookiecutter.package_name }}.source.schema import (
     spark_schema,
 )
-from {{ cookiecutter.package_name }}.transformations import (
+from {{ cookiecutter.package_name }}.transformations.aggregation import (
+    UnknownColumnError,
+    aggregate_schema,
+    windowed_aggregates,
+)
+from {{ cookiecutter.package_name }}.transformations.columns import (
     BATCH_METRICS,
-    EVENT_SCHEMA,
     INPUT_ROWS,
     MALFORMED_ROWS,
     MAX_EVENT_TIME_US,
     MIN_EVENT_TIME_US,
+)
+from {{ cookiecutter.package_name }}.transformations.events import (
+    EVENT_SCHEMA,
     REQUIRED_FIELDS,
-    UnknownColumnError,
-    aggregate_schema,
+)
+from {{ cookiecutter.package_name }}.transformations.parsing import (
     batch_metric_columns,
     observe_batch_metrics,
     parse_events,
     quarantine_records,
     valid_events,
-    windowed_aggregates,
 )
-from {{ cookiecutter.package_name }}.validation import (
+from {{ cookiecutter.package_name }}.values.validation import (
     InvalidValueError,
     MetricSpec,
     WindowSpec,

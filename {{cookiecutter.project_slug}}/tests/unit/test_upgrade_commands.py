@@ -15,11 +15,22 @@ import support.fake_world as fake
 from {{ cookiecutter.package_name }}.cli import (
     main,
 )
-from {{ cookiecutter.package_name }}.event_parser import (
-    EventParser,
-)
 from {{ cookiecutter.package_name }}.ledger.records import (
     GenerationStatus,
+)
+from {{ cookiecutter.package_name }}.planner.errors import (
+    UpgradeError,
+)
+from {{ cookiecutter.package_name }}.planner.plan import (
+    FORMAT_VERSION,
+    UpgradePlan,
+)
+from {{ cookiecutter.package_name }}.planner.tightening import (
+    Record,
+    ScanRange,
+)
+from {{ cookiecutter.package_name }}.transformations.event_parser import (
+    EventParser,
 )
 from {{ cookiecutter.package_name }}.upgrade import (
     event_scan,
@@ -31,19 +42,8 @@ from {{ cookiecutter.package_name }}.upgrade.commands import (
     APPLY_STEPS,
     apply_command,
 )
-from {{ cookiecutter.package_name }}.upgrade.errors import (
-    UpgradeError,
-)
 from {{ cookiecutter.package_name }}.upgrade.event_scan import (
     EventSource,
-)
-from {{ cookiecutter.package_name }}.upgrade.plan import (
-    FORMAT_VERSION,
-    UpgradePlan,
-)
-from {{ cookiecutter.package_name }}.upgrade.tightening import (
-    Record,
-    ScanRange,
 )
 
 

@@ -1,6 +1,6 @@
 import pytest
 
-from {{ cookiecutter.package_name }}.validation import (
+from {{ cookiecutter.package_name }}.values.validation import (
     InvalidIntervalError,
     InvalidTopicNameError,
     WindowSpec,

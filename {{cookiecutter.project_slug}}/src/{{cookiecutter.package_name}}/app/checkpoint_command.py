@@ -7,12 +7,12 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import PipelineError
-from ..layout import GENERATION_PREFIX, GenerationLayout
+from ..generation.generations import current_generation
+from ..generation.layout import GENERATION_PREFIX, GenerationLayout
 from ..ledger.opening import ledger_exists, open_store
 from ..settings import Settings
-from ..spark_session import local_session_factory
+from ..spark.session import command_session
 from ..storage import absolute_uri
-from .generations import current_generation
 from .inspect import inspect_checkpoint, render_report
 
 # <root>/checkpoints/generation-<n>/aggregates, as layout.GenerationLayout builds it.
@@ -38,9 +38,8 @@ def show_checkpoint(
 ) -> str:
     """Report on ``path`` (default: the current generation's checkpoint)."""
     pipeline = settings.pipeline.name
-    if spark is None:
-        # Only the filesystem ledger needs Spark; a local session starts only then.
-        spark = local_session_factory(settings, purpose="inspect", reads_kafka=False)
+    # Only the filesystem ledger needs Spark; a local session starts only then.
+    spark = command_session(settings, purpose="inspect", given=spark)
     store = open_store(settings.ledger, spark=spark) if ledger_exists(settings.ledger) else None
     try:
         if path is None:

@@ -12,7 +12,7 @@ import time
 
 import pyspark
 
-from ..kafka_jars import SPARK_KAFKA_JARS, connector_package, fetch_connector_jars
+from ..spark.kafka_jars import SPARK_KAFKA_JARS, connector_package, fetch_connector_jars
 
 
 @dataclasses.dataclass(frozen=True)

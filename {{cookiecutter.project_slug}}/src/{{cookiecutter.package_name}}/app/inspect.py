@@ -18,8 +18,8 @@ from ..checkpoint.offset_log import SourceOffset
 from ..checkpoint.reader import CheckpointState, read_checkpoint, read_sink_log
 from ..ledger.records import BatchRecord, LedgerGap
 from ..ledger.store import OffsetStore
-from ..offsets import InvalidOffsetsError, format_offsets, parse_offsets
-from .timestamps import iso_utc
+from ..values.clock import iso_utc
+from ..values.offsets import InvalidOffsetsError, format_offsets, parse_offsets
 
 __all__ = [
     "BatchRange",

@@ -20,8 +20,9 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import NumericType, TimestampType
 
 from ..errors import PipelineError
-from ..layout import output_root
-from ..output_reader import (
+from ..generation.layout import output_root
+from ..settings import Settings
+from ..sink.reader import (
     GENERATION,
     FileFormat,
     GenerationOutput,
@@ -29,10 +30,9 @@ from ..output_reader import (
     read_generations,
     require_committed,
 )
-from ..settings import Settings
-from ..spark_session import local_session_factory
+from ..spark.session import command_session
 from ..storage import absolute_uri
-from ..transformations import WINDOW_START
+from ..transformations.columns import WINDOW_START
 
 DEFAULT_LIMIT = 20
 
@@ -112,7 +112,7 @@ def show_output(
     outputs = describe_generations(root, None if generation is None else [generation])
     require_committed(outputs)  # before Spark starts: nothing to read is a quick answer
     report = collect_report(
-        _session(settings, spark),
+        command_session(settings, purpose="output", given=spark)(),
         outputs,
         file_format=settings.sink.format,
         output=output_root(root),
@@ -191,16 +191,6 @@ def render_output(report: OutputReport, *, as_json: bool) -> str:
     if report.rows:
         lines += ["", *_table(report)]
     return "\n".join(lines)
-
-
-def _session(
-    settings: Settings, spark: SparkSession | Callable[[], SparkSession] | None
-) -> SparkSession:
-    if isinstance(spark, SparkSession):
-        return spark
-    if spark is not None:
-        return spark()
-    return local_session_factory(settings, purpose="output", reads_kafka=False)()
 
 
 def _utc(frame: DataFrame) -> DataFrame:

@@ -10,8 +10,8 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any, TextIO
 
-from ..offsets import flatten, offsets_from_json_object
-from ..progress_events import JsonProgressListener
+from ..spark.progress_events import JsonProgressListener
+from ..values.offsets import flatten, offsets_from_json_object
 
 
 def progress_line(progress: Mapping[str, Any], *, malformed: int | None) -> str:

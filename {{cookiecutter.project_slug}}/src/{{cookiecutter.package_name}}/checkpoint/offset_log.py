@@ -30,7 +30,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ..offsets import (
+from ..values.offsets import (
     InvalidOffsetsError,
     PartitionKey,
     flatten,

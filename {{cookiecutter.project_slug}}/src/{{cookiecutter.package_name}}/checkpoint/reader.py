@@ -14,7 +14,7 @@ from typing import Protocol, TypeVar
 
 from ..storage import Location, StorageError, open_location
 from .commit_log import CommitEntry, parse_commit_log
-from .errors import CorruptCheckpointError, NotACheckpointError
+from .errors import CheckpointError, CorruptCheckpointError, NotACheckpointError
 from .log_files import batch_id_of, sink_batch_of
 from .offset_log import OffsetLogEntry, parse_offset_log
 from .query_metadata import parse_query_metadata
@@ -178,3 +178,15 @@ def _read_log(directory: Location, parse: _LogParser[Entry]) -> dict[int, Entry]
             raise
         entries[batch_id] = parse(content, batch_id=batch_id, where=location.uri)
     return entries
+
+
+def last_committed_batch(uri: str) -> int | None:
+    """The checkpoint's last committed batch, or None when there is none or no checkpoint.
+
+    The truth about what a query finished, where its lastProgress may name the next batch
+    id of a trigger that found no data.
+    """
+    try:
+        return read_checkpoint(uri).last_committed_batch
+    except CheckpointError:
+        return None  # the query failed before it wrote a checkpoint

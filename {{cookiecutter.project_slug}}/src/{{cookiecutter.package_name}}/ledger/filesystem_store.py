@@ -26,7 +26,7 @@ from py4j.protocol import Py4JError  # type: ignore[import-untyped]
 from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 
-from ..redaction import redact_text
+from ..values.redaction import redact_text
 from .errors import (
     GenerationNotFoundError,
     LedgerSchemaError,

@@ -21,8 +21,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from ..offsets import format_offsets, offsets_from_json_object
-from ..progress_events import JsonProgressListener
+from ..spark.progress_events import JsonProgressListener
+from ..values.clock import now_ms
+from ..values.offsets import format_offsets, offsets_from_json_object
 from .records import BatchRecord, LedgerGap
 from .store import OffsetStore
 
@@ -124,7 +125,7 @@ class LedgerListener(JsonProgressListener):
         generation: int,
         query_name: str,
         metrics: BatchMetricNames,
-        clock_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000,
+        clock_ms: Callable[[], int] = now_ms,
     ) -> None:
         self._store = store
         self.pipeline = pipeline

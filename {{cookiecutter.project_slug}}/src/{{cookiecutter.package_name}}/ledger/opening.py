@@ -9,26 +9,20 @@ from __future__ import annotations
 import importlib
 import importlib.util
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from ..settings import LedgerSettings
 from .errors import OffsetStoreNotInstalledError
+from .registry import STORES
 from .store import OffsetStore
-
-_STORE_CLASSES = {
-    "sqlite": ("sqlite_store", "SqliteOffsetStore"),
-    "postgres": ("postgres_store", "PostgresOffsetStore"),
-    "filesystem": ("filesystem_store", "FilesystemOffsetStore"),
-}
 
 
 def installed_stores() -> list[str]:
     """The store kinds this project has modules for."""
     return [
-        kind
-        for kind, (module, _) in _STORE_CLASSES.items()
-        if importlib.util.find_spec(f"{__package__}.{module}") is not None
+        name
+        for name, kind in STORES.items()
+        if importlib.util.find_spec(f"{__package__}.{kind.module}") is not None
     ]
 
 
@@ -38,9 +32,7 @@ def ledger_exists(ledger: LedgerSettings) -> bool:
     Read-only commands use this so that looking never leaves an empty SQLite file behind.
     A server or a remote directory may exist without being visible here, so those count.
     """
-    if ledger.store == "sqlite":
-        return Path(ledger.location).exists()
-    return True
+    return STORES[ledger.store].may_exist(ledger.location)
 
 
 def open_store(ledger: LedgerSettings, *, spark: Callable[[], Any] | None = None) -> OffsetStore:
@@ -49,17 +41,17 @@ def open_store(ledger: LedgerSettings, *, spark: Callable[[], Any] | None = None
     ``spark`` returns a SparkSession; only the filesystem store needs one (it writes through
     Spark's Hadoop filesystem API), so it is called only then.
     """
-    module_name, class_name = _STORE_CLASSES[ledger.store]
-    if importlib.util.find_spec(f"{__package__}.{module_name}") is None:
+    kind = STORES[ledger.store]
+    if importlib.util.find_spec(f"{__package__}.{kind.module}") is None:
         raise OffsetStoreNotInstalledError(
             f"ledger.store = {ledger.store!r}, but this project was generated without that "
             f"store; installed: {', '.join(installed_stores())}"
         )
-    store_class = getattr(importlib.import_module(f".{module_name}", __package__), class_name)
-    if ledger.store == "filesystem":
+    store_class = getattr(importlib.import_module(f".{kind.module}", __package__), kind.class_name)
+    if kind.needs_spark:
         if spark is None:
             raise OffsetStoreNotInstalledError(
-                "the filesystem ledger writes through Spark; no SparkSession was provided"
+                f"the {ledger.store} ledger writes through Spark; no SparkSession was provided"
             )
         return store_class(spark(), ledger.location)  # type: ignore[no-any-return]
     return store_class(ledger.location)  # type: ignore[no-any-return]

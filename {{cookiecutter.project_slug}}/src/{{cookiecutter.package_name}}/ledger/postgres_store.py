@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import re
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import LiteralString, TypeAlias
@@ -15,7 +14,8 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import DictRow, dict_row
 
-from ..redaction import MASK, redact_text
+from ..values.clock import now_ms
+from ..values.redaction import MASK, redact_text
 from .errors import (
     GenerationNotFoundError,
     LedgerSchemaError,
@@ -211,7 +211,7 @@ class PostgresOffsetStore(OffsetStore):
             sql.SQL("INSERT INTO {} (version, applied_at_ms) VALUES (%s, %s)").format(
                 self._table("schema_version")
             ),
-            (version + 1, time.time_ns() // 1_000_000),
+            (version + 1, now_ms()),
         )
         return True
 

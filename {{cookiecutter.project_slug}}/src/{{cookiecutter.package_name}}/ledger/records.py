@@ -12,7 +12,7 @@ from dataclasses import dataclass, fields
 from enum import StrEnum
 from typing import Self
 
-from ..json_fields import JsonFields
+from ..values.json_fields import JsonFields
 from .errors import LedgerRecordError
 
 JsonObject = Mapping[str, object]

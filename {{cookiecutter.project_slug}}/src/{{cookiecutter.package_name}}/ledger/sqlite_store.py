@@ -9,6 +9,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
+from ..values.clock import now_ms
 from .errors import (
     GenerationNotFoundError,
     LedgerSchemaError,
@@ -173,7 +174,7 @@ class SqliteOffsetStore(OffsetStore):
             self._connection.execute(statement)
         self._connection.execute(
             "INSERT INTO schema_version (version, applied_at_ms) VALUES (?, ?)",
-            (version + 1, time.time_ns() // 1_000_000),
+            (version + 1, now_ms()),
         )
         return True
 

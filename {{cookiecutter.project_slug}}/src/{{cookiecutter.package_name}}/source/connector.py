@@ -8,12 +8,11 @@ progress lives in the checkpoint.
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pyspark.sql import DataFrame, SparkSession
 
 from ..errors import ConfigError
 from ..settings import KafkaSettings
+from .connectors import SOURCE_FORMATS, Connector
 from .options import (
     BOOTSTRAP_SERVERS,
     FAIL_ON_DATA_LOSS,
@@ -23,9 +22,6 @@ from .options import (
     STARTING_OFFSETS,
     SUBSCRIBE,
 )
-
-PYTHON_SOURCE_FORMAT = "pykafka"
-BUILTIN_SOURCE_FORMAT = "kafka"
 
 
 def read_kafka_stream(
@@ -56,8 +52,8 @@ def read_kafka_stream(
     return spark.readStream.format(source_format(kafka.connector)).options(**options).load()
 
 
-def source_format(connector: Literal["python", "builtin"]) -> str:
-    return PYTHON_SOURCE_FORMAT if connector == "python" else BUILTIN_SOURCE_FORMAT
+def source_format(connector: Connector) -> str:
+    return SOURCE_FORMATS[connector]
 
 
 def kafka_read_options(

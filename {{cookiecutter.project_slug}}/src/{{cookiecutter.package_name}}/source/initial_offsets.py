@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..offsets import InvalidOffsetsError, Offsets, format_offsets, parse_offsets
 from ..storage import StorageError, open_location
+from ..values.offsets import InvalidOffsetsError, Offsets, format_offsets, parse_offsets
 from .errors import InitialOffsetsError
 
 _HEADER = b"\x00v1\n"

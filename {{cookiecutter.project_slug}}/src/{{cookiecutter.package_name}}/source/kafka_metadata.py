@@ -12,7 +12,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
-from ..offsets import PartitionKey
+from ..values.offsets import PartitionKey
 from .errors import KafkaBrokerError, SourceOptionError
 from .options import EARLIEST, KAFKA_PREFIX, LATEST
 

@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from ..offsets import EXAMPLE, InvalidOffsetsError, Offsets, flatten, parse_offsets
-from ..validation import InvalidTopicNameError, check_kafka_topic
+from ..values.offsets import EXAMPLE, InvalidOffsetsError, Offsets, flatten, parse_offsets
+from ..values.validation import InvalidTopicNameError, check_kafka_topic
 from .errors import SourceOptionError
 
 # The special offsets of startingOffsets JSON, as in the built-in source.

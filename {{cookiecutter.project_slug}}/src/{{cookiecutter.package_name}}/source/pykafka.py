@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.types import StructType
 
-from ..offsets import (
+from ..values.offsets import (
     Offsets,
     PartitionKey,
     flatten,

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from pyspark.sql.datasource import InputPartition
 
-from ..offsets import Offsets, PartitionKey, flatten
+from ..values.offsets import Offsets, PartitionKey, flatten
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from ..offsets import Offsets, PartitionKey, flatten, unflatten
+from ..values.offsets import Offsets, PartitionKey, flatten, unflatten
 from .errors import SourceOptionError, StartingOffsetsError
 from .kafka_metadata import KafkaMetadata
 from .options import (

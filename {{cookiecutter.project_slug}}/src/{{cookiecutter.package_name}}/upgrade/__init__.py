@@ -1,13 +1,11 @@
-"""The upgrade onto a new checkpoint: plan it, review it, apply exactly what was reviewed.
+"""The upgrade onto a new checkpoint, as use cases: plan it, review it, apply exactly that.
 
-    gather ──▶ facts ──▶ decide ──▶ plan ──▶ render / plan_file ──▶ apply ──▶ (run)
-      │                    ▲                                ▲
-      └── event_scan ──────┘ (records read between the steps) └── staleness: did the world move?
+    gather ──▶ planner.facts ──▶ planner.decide ──▶ planner.plan ──▶ plan_file ──▶ apply ──▶ (run)
+      │                              ▲                                   ▲
+      └── event_scan ────────────────┘                 planner.staleness: did the world move?
 
-Pure (no I/O, unit-tested on hand-made facts): ``decide`` and what it builds on, the
-restart arithmetic (``windows``, ``history``, ``restart``, ``retention``, ``tightening``,
-``late_records``, ``replay_filter``), the documents (``plan``, ``signature``, ``advisor``),
-``staleness`` and ``render``. Reading the world: ``gather`` (ledger, checkpoints, brokers),
-``event_scan`` (Kafka records, without Spark), ``plan_file``. The use cases: ``commands``,
-``apply``, ``lookup``.
+Here is what reads and writes the world: ``gather`` (ledger, checkpoints, brokers),
+``event_scan`` (Kafka records, without Spark), ``plan_file``, ``lookup`` (the generations
+of a pipeline, under its run lock) and the commands. The reasoning is in ``planner``, which
+reads nothing and is unit-tested on hand-made facts.
 """

@@ -12,22 +12,18 @@ the same plan finishes the job: each step checks whether it is done before doing
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import replace
 
-from ..layout import GenerationLayout
+from ..generation.layout import GenerationLayout
 from ..ledger.records import GenerationRecord, GenerationStatus
 from ..ledger.store import OffsetStore
-from .errors import RollbackRefusedError, UpgradeError
+from ..planner.errors import RollbackRefusedError, UpgradeError
+from ..planner.plan import UpgradePlan
+from ..values.clock import now_ms
 from .lookup import check_fresh, committed_directories
-from .plan import UpgradePlan
 
 APPLY_STEPS = ("record_plan", "retire_old", "check_directories", "mark_applied")
-
-
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 def apply_plan(

@@ -22,30 +22,30 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from ..errors import PipelineError
-from ..layout import GenerationLayout
+from ..generation.layout import GenerationLayout
+from ..generation.run_lock import RunLock
 from ..ledger.records import GenerationRecord, GenerationStatus
 from ..ledger.store import OffsetStore
-from ..run_lock import RunLock
-from ..settings import Settings
-from ..spark_session import local_session_factory
-from ..storage import absolute_uri
-from .advisor import Advice, Verdict
-from .apply import APPLY_STEPS, apply_plan, roll_back
-from .decide import advise_upgrade, batch_level, decide, scan_request
-from .errors import (
+from ..planner.advisor import Advice, Verdict
+from ..planner.decide import advise_upgrade, batch_level, decide, scan_request
+from ..planner.errors import (
     PlanAlreadyAppliedError,
     PlanFileAppliedError,
     PlanMismatchError,
     RollbackRefusedError,
     StalePlanError,
 )
+from ..planner.plan import UpgradePlan
+from ..planner.render import render_advice, render_json, render_plan
+from ..planner.staleness import level_moved, what_moved
+from ..settings import Settings
+from ..spark.session import command_session
+from ..storage import absolute_uri
+from .apply import APPLY_STEPS, apply_plan, roll_back
 from .event_scan import EventSource, Progress, run_scans
 from .gather import gather, source_options
 from .lookup import live_generation, open_ledger, refuse_if_running
-from .plan import UpgradePlan
 from .plan_file import read_plan_file, write_plan_file
-from .render import render_advice, render_json, render_plan
-from .staleness import level_moved, what_moved
 
 __all__ = [
     "APPLY_STEPS",
@@ -56,6 +56,7 @@ __all__ = [
     "show_command",
 ]
 
+# Only a ledger on a Hadoop filesystem asks for a session; it reads no Kafka, so no jars.
 Session = Callable[[], SparkSession]
 
 
@@ -101,7 +102,7 @@ def plan_command(
     progress: Progress = _stderr,
 ) -> str:
     """Say whether the change needs a new checkpoint and, if so, the plan; write it to ``out``."""
-    with open_ledger(settings, spark or _session(settings)) as store:
+    with open_ledger(settings, command_session(settings, purpose="upgrade", given=spark)) as store:
         old = live_generation(store, settings.pipeline.name, settings.pipeline.root)
         if old.status is GenerationStatus.PLANNED and old.plan is not None:
             recorded = UpgradePlan.from_json(old.plan)
@@ -157,7 +158,7 @@ def apply_command(
 ) -> str:
     """Apply ``plan_file`` exactly, or plan and apply in one step; ``after_step`` lets tests
     crash the command between steps."""
-    with open_ledger(settings, spark or _session(settings)) as store:
+    with open_ledger(settings, command_session(settings, purpose="upgrade", given=spark)) as store:
         if plan_file is not None:
             return _apply_reviewed(settings, store, plan_file, after_step)
         live = live_generation(store, settings.pipeline.name, settings.pipeline.root)
@@ -262,7 +263,7 @@ def _recorded_already(store: OffsetStore, plan: UpgradePlan, plan_file: Path) ->
 
 def rollback_command(settings: Settings, *, spark: Session | None = None) -> str:
     """Go back to the previous generation, if the new one has not committed a batch."""
-    with open_ledger(settings, spark or _session(settings)) as store:
+    with open_ledger(settings, command_session(settings, purpose="upgrade", given=spark)) as store:
         live = live_generation(store, settings.pipeline.name, settings.pipeline.root)
         if live.plan is None:
             raise RollbackRefusedError(
@@ -276,8 +277,3 @@ def rollback_command(settings: Settings, *, spark: Session | None = None) -> str
 
 def _lock_of(settings: Settings, generation: int) -> str:
     return GenerationLayout(absolute_uri(settings.pipeline.root), generation).run_lock
-
-
-def _session(settings: Settings) -> Session:
-    # Only a ledger on a Hadoop filesystem asks for it; it reads no Kafka, so it needs no jars.
-    return local_session_factory(settings, purpose="upgrade", reads_kafka=False)

@@ -23,14 +23,14 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..event_parser import EventParser
-from ..offsets import PartitionKey
+from ..planner.decide import ScanRequest, ScanResults
+from ..planner.late_records import WaitingScan, count_waiting
+from ..planner.tightening import PartitionScan, Record, ScanRange, scan_partition
 from ..source.options import SourceOptions
 from ..source.partition_reader import read_range
 from ..source.ranges import OffsetRange
-from .decide import ScanRequest, ScanResults
-from .late_records import WaitingScan, count_waiting
-from .tightening import PartitionScan, Record, ScanRange, scan_partition
+from ..transformations.event_parser import EventParser
+from ..values.offsets import PartitionKey
 
 # Below this many records in all, one process does everything: a worker process takes about
 # half a second to start and import this package.

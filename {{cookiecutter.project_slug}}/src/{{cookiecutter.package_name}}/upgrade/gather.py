@@ -8,29 +8,35 @@ decides anything; ``decide`` and ``staleness`` do, on what this returns.
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Iterable
 from typing import Protocol
 
-from ..app.signature import derive_signature
 from ..checkpoint.errors import CheckpointError
 from ..checkpoint.reader import CheckpointState, read_checkpoint, read_sink_log
-from ..event_parser import parser_digest
-from ..layout import GenerationLayout
-from ..ledger.records import GenerationRecord
+from ..generation.layout import GenerationLayout
+from ..generation.signature import derive_signature
+from ..ledger.records import BatchRecord, GenerationRecord
 from ..ledger.store import OffsetStore
-from ..offsets import PartitionKey, flatten, parse_offsets
+from ..planner.facts import BrokerFacts, UpgradeFacts
+from ..planner.history import (
+    BatchFacts,
+    CheckpointBatch,
+    CheckpointFacts,
+    FlatOffsets,
+    flat_offsets,
+)
+from ..planner.plan import UpgradePlan
 from ..settings import Settings
 from ..source.connector import kafka_read_options
 from ..source.initial_offsets import load_initial_offsets
 from ..source.kafka_metadata import KafkaMetadata
 from ..source.options import SourceOptions, parse_options
 from ..storage import absolute_uri
-from ..transformations import EVENT_SCHEMA
-from .facts import BrokerFacts, UpgradeFacts
-from .history import BatchFacts, CheckpointBatch, CheckpointFacts, FlatOffsets, flat_offsets
-from .plan import UpgradePlan
+from ..transformations.event_parser import parser_digest
+from ..transformations.events import EVENT_SCHEMA
+from ..values.clock import now_ms
+from ..values.offsets import PartitionKey, flatten, parse_offsets
 
 
 class Broker(Protocol):
@@ -59,6 +65,17 @@ def open_broker(settings: Settings) -> Broker:
     )
 
 
+def _batch_facts(batch: BatchRecord) -> BatchFacts:
+    return BatchFacts(
+        batch_id=batch.batch_id,
+        start_offsets=None if batch.start_offsets is None else flat_offsets(batch.start_offsets),
+        end_offsets=flat_offsets(batch.end_offsets),
+        watermark_ms=batch.batch_watermark_ms,
+        min_event_time_ms=batch.min_event_time_ms,
+        max_event_time_ms=batch.max_event_time_ms,
+    )
+
+
 def next_generation(store: OffsetStore, pipeline: str) -> int:
     """A number no generation of ``pipeline`` ever had: directories are never reused."""
     return max((g.generation for g in store.generations(pipeline)), default=0) + 1
@@ -80,19 +97,7 @@ def gather(
     layout = GenerationLayout(root, old.generation)
     state = read_checkpoint(layout.checkpoint)
     checkpoint = checkpoint_facts(state)
-    ledger = tuple(
-        BatchFacts(
-            batch_id=batch.batch_id,
-            start_offsets=None
-            if batch.start_offsets is None
-            else flat_offsets(batch.start_offsets),
-            end_offsets=flat_offsets(batch.end_offsets),
-            watermark_ms=batch.batch_watermark_ms,
-            min_event_time_ms=batch.min_event_time_ms,
-            max_event_time_ms=batch.max_event_time_ms,
-        )
-        for batch in store.batches(old.pipeline, old.generation)
-    )
+    ledger = tuple(map(_batch_facts, store.batches(old.pipeline, old.generation)))
     stored = load_initial_offsets(layout.initial_offsets)
     initial = None if stored is None else flatten(stored)
     number = next_number or next_generation(store, old.pipeline)
@@ -125,7 +130,7 @@ def gather(
             max_value_bytes=settings.events.max_value_bytes,
         ),
         broker=broker_facts,
-        now_ms=time.time_ns() // 1_000_000,
+        now_ms=now_ms(),
     )
 
 

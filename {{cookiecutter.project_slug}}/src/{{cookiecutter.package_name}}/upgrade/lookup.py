@@ -11,17 +11,17 @@ from collections.abc import Callable
 
 from pyspark.sql import SparkSession
 
-from ..app.generations import committed_generations
 from ..checkpoint.errors import NotACheckpointError
 from ..checkpoint.reader import read_checkpoint, read_sink_log
-from ..layout import GenerationLayout
+from ..generation.generations import committed_generations
+from ..generation.layout import GenerationLayout
+from ..generation.run_lock import RunLock
 from ..ledger.opening import ledger_exists, open_store
 from ..ledger.records import GenerationRecord, GenerationStatus
 from ..ledger.store import OffsetStore
-from ..run_lock import RunLock
+from ..planner.errors import NoLedgerError, UnknownPipelineError, UpgradeError
 from ..settings import Settings
 from ..storage import absolute_uri
-from .errors import NoLedgerError, UnknownPipelineError, UpgradeError
 
 
 def open_ledger(settings: Settings, spark: Callable[[], SparkSession]) -> OffsetStore:

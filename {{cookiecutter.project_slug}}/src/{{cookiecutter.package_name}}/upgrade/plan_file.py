@@ -12,9 +12,9 @@ import os
 import tempfile
 from pathlib import Path
 
-from .errors import PlanFileError, PlanFormatError
-from .plan import UpgradePlan
-from .render import render_json
+from ..planner.errors import PlanFileError, PlanFormatError
+from ..planner.plan import UpgradePlan
+from ..planner.render import render_json
 
 
 def write_plan_file(path: Path, plan: UpgradePlan) -> None:
