@@ -16,6 +16,7 @@ PACKAGE = "src/page_views_pipeline"
 
 COMMON_FILES = {
     ".cookiecutter.json",
+    ".github/dependabot.yml",
     ".github/workflows/ci.yml",
     ".gitignore",
     "Makefile",
@@ -106,6 +107,7 @@ COMMON_FILES = {
     f"{PACKAGE}/source/schema.py",
     f"{PACKAGE}/source/starting_offsets.py",
     f"{PACKAGE}/spark/__init__.py",
+    f"{PACKAGE}/spark/cluster_storage.py",
     f"{PACKAGE}/spark/errors.py",
     f"{PACKAGE}/spark/kafka_jars.py",
     f"{PACKAGE}/spark/maven.py",
@@ -178,6 +180,7 @@ COMMON_FILES = {
     "tests/unit/test_checkpoint_inspector.py",
     "tests/unit/test_checkpoint_reader.py",
     "tests/unit/test_cli.py",
+    "tests/unit/test_cluster_storage.py",
     "tests/unit/test_connector_options.py",
     "tests/unit/test_decide.py",
     "tests/unit/test_event_parser.py",

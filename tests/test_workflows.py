@@ -99,3 +99,28 @@ def test_every_job_that_runs_tests_has_the_services_they_need(
         assert dsn.startswith("postgresql://"), f"{name}: `{target}` has no {DSN_VARIABLE}"
         password = service.get("env", {}).get("POSTGRES_PASSWORD", "")
         assert f":{password}@127.0.0.1:5432/" in dsn, (name, dsn)
+
+
+DEPENDABOT_INTERVALS = {"daily", "weekly", "monthly", "quarterly", "semiannually", "yearly"}
+
+
+def test_the_generated_dependabot_config_watches_pip_and_actions(default_project: Path) -> None:
+    # The parts of Dependabot's configuration schema (version 2) a mistake would break.
+    config: dict[str, Any] = yaml.safe_load(
+        (default_project / ".github" / "dependabot.yml").read_text(encoding="utf-8")
+    )
+    assert config["version"] == 2
+    updates = config["updates"]
+    assert sorted(u["package-ecosystem"] for u in updates) == ["github-actions", "pip"]
+    for update in updates:
+        assert set(update) <= {
+            "package-ecosystem",
+            "directory",
+            "schedule",
+            "groups",
+            "open-pull-requests-limit",
+        }, update
+        assert update["directory"] == "/"
+        assert update["schedule"]["interval"] in DEPENDABOT_INTERVALS
+        for name, group in update.get("groups", {}).items():
+            assert group["patterns"], f"group {name} matches nothing"

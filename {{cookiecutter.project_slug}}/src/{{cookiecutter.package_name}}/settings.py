@@ -46,6 +46,9 @@ class PipelineSettings:
     # Partitions of the windowed state (spark.sql.shuffle.partitions). A checkpoint keeps
     # the number it started with; a new value takes effect in the next generation.
     state_partitions: int = 8
+    # Allow root and ledger on this machine's disk with a cluster master: only when every
+    # machine mounts the same path (see spark.cluster_storage).
+    local_storage_on_cluster: bool = False
 
     def __post_init__(self) -> None:
         _require_text("name", self.name)

@@ -29,6 +29,7 @@ from ..ledger.opening import open_store
 from ..ledger.records import GenerationRecord
 from ..ledger.store import OffsetStore
 from ..settings import LoadedSettings, Settings
+from ..spark.cluster_storage import check_storage_reaches
 from ..spark.errors import cause
 from ..spark.session import build_spark_session
 from ..storage import absolute_uri
@@ -81,9 +82,12 @@ class _Claim:
 
 
 def run_pipeline(request: RunRequest, spark: SparkSession | None = None) -> RunSummary:
-    if spark is not None:
-        return _run_on(request, spark)
     settings = request.settings
+    if spark is not None:
+        check_storage_reaches(settings, _master_of(spark))
+        return _run_on(request, spark)
+    if request.master is not None:
+        check_storage_reaches(settings, request.master)  # before Spark reaches the cluster
     # The session this run starts, it also stops: stopping drains Spark's listener bus
     # while this process can still answer it, so no progress event is cut off.
     session = build_spark_session(
@@ -98,9 +102,15 @@ def run_pipeline(request: RunRequest, spark: SparkSession | None = None) -> RunS
         },
     )
     try:
+        # spark-submit may have chosen the master: the session knows which.
+        check_storage_reaches(settings, _master_of(session))
         return _run_on(request, session)
     finally:
         session.stop()
+
+
+def _master_of(spark: SparkSession) -> str:
+    return spark.conf.get("spark.master", "local[*]") or "local[*]"
 
 
 def _run_on(request: RunRequest, spark: SparkSession) -> RunSummary:

@@ -27,6 +27,18 @@ def _cannot_tell(location: str) -> bool:
     return True
 
 
+def _always(location: str) -> bool:
+    return True
+
+
+def _never(location: str) -> bool:
+    return False
+
+
+def _local_path(location: str) -> bool:
+    return "://" not in location or location.startswith("file:")
+
+
 @dataclass(frozen=True, slots=True)
 class StoreKind:
     module: str  # in this package
@@ -37,13 +49,34 @@ class StoreKind:
     location: str  # what ledger.location holds
     # False only when the ledger surely does not exist yet, so opening it would create it.
     may_exist: Callable[[str], bool]
+    # True when the ledger is on this machine's disk, out of reach of a cluster's machines.
+    on_this_disk: Callable[[str], bool]
 
 
 STORES: dict[StoreName, StoreKind] = {
-    "sqlite": StoreKind("sqlite_store", "SqliteOffsetStore", False, "a file path", _file_exists),
-    "postgres": StoreKind("postgres_store", "PostgresOffsetStore", False, "a DSN", _cannot_tell),
+    "sqlite": StoreKind(
+        module="sqlite_store",
+        class_name="SqliteOffsetStore",
+        needs_spark=False,
+        location="a file path",
+        may_exist=_file_exists,
+        on_this_disk=_always,
+    ),
+    "postgres": StoreKind(
+        module="postgres_store",
+        class_name="PostgresOffsetStore",
+        needs_spark=False,
+        location="a DSN",
+        may_exist=_cannot_tell,
+        on_this_disk=_never,
+    ),
     "filesystem": StoreKind(
-        "filesystem_store", "FilesystemOffsetStore", True, "a directory URI", _cannot_tell
+        module="filesystem_store",
+        class_name="FilesystemOffsetStore",
+        needs_spark=True,
+        location="a directory URI",
+        may_exist=_cannot_tell,
+        on_this_disk=_local_path,
     ),
 }
 STORE_NAMES: tuple[StoreName, ...] = get_args(StoreName)
