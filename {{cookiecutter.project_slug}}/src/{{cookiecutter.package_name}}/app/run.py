@@ -102,8 +102,8 @@ def run_pipeline(request: RunRequest, spark: SparkSession | None = None) -> RunS
         },
     )
     try:
-        # spark-submit may have chosen the master: the session knows which.
-        check_storage_reaches(settings, _master_of(session))
+        if request.master is None:  # spark-submit chose it: the session knows which
+            check_storage_reaches(settings, _master_of(session))
         return _run_on(request, session)
     finally:
         session.stop()

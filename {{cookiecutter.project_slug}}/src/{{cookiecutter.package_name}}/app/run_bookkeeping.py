@@ -116,8 +116,8 @@ def record_generation(
     layout: GenerationLayout,
     existing: GenerationRecord | None,
     signature: PipelineSignature,
-) -> GenerationRecord:
-    """Record the generation as running with ``signature``; the record written.
+) -> None:
+    """Record the generation as running with ``signature``.
 
     Refuses a signature the generation's checkpoint cannot carry.
     """
@@ -133,21 +133,21 @@ def record_generation(
             )
         for sentence in advice.sentences()[:-1]:
             log.info("signature change on the same checkpoint: %s", sentence)
-    record = GenerationRecord(
-        pipeline=pipeline,
-        generation=layout.generation,
-        status=GenerationStatus.RUNNING,
-        # With the largest watermark delay of any run so far: the upgrade planner needs
-        # it to bound the events of batches the ledger missed.
-        signature=signature.with_history(
-            None if existing is None else existing.signature
-        ).to_json(),
-        plan=None if existing is None else existing.plan,
-        created_at_ms=now if existing is None else existing.created_at_ms,
-        updated_at_ms=now,
+    store.record_generation(
+        GenerationRecord(
+            pipeline=pipeline,
+            generation=layout.generation,
+            status=GenerationStatus.RUNNING,
+            # With the largest watermark delay of any run so far: the upgrade planner needs
+            # it to bound the events of batches the ledger missed.
+            signature=signature.with_history(
+                None if existing is None else existing.signature
+            ).to_json(),
+            plan=None if existing is None else existing.plan,
+            created_at_ms=now if existing is None else existing.created_at_ms,
+            updated_at_ms=now,
+        )
     )
-    store.record_generation(record)
-    return record
 
 
 def mark_unrecorded_batches(

@@ -22,11 +22,6 @@ def _file_exists(location: str) -> bool:
     return Path(location).exists()
 
 
-def _cannot_tell(location: str) -> bool:
-    # A server or a remote directory may exist without being visible from here.
-    return True
-
-
 def _always(location: str) -> bool:
     return True
 
@@ -67,7 +62,7 @@ STORES: dict[StoreName, StoreKind] = {
         class_name="PostgresOffsetStore",
         needs_spark=False,
         location="a DSN",
-        may_exist=_cannot_tell,
+        may_exist=_always,  # a server or remote directory may exist unseen from here
         on_this_disk=_never,
     ),
     "filesystem": StoreKind(
@@ -75,7 +70,7 @@ STORES: dict[StoreName, StoreKind] = {
         class_name="FilesystemOffsetStore",
         needs_spark=True,
         location="a directory URI",
-        may_exist=_cannot_tell,
+        may_exist=_always,  # a server or remote directory may exist unseen from here
         on_this_disk=_local_path,
     ),
 }
