@@ -17,6 +17,12 @@ ANSWERS: dict[str, object] = json.loads(r'''{{ cookiecutter | tojson }}''')  # f
 
 PACKAGE_DIR = Path("src") / str(ANSWERS["package_name"])
 CONTRACT_TESTS = Path("tests") / "contract"
+BUNDLE_FILES = [
+    Path("databricks.yml"),
+    Path("resources") / "pipeline_job.yml",
+    Path("resources") / "upgrade_jobs.yml",
+    Path("docs") / "DATABRICKS.md",
+]
 
 
 def load_store_registry() -> ModuleType:
@@ -34,8 +40,12 @@ def load_store_registry() -> ModuleType:
 def optional_files() -> dict[str, dict[str, list[Path]]]:
     """Each offset store lives in its own module, with its own dependencies and contract
     test. SQLite is kept in every project: it is the zero-setup store for local runs and the
-    demo."""
+    demo. The Databricks bundle's jobs run on a cluster, whose machines cannot share a SQLite
+    file: a project that chose SQLite keeps the filesystem store for them too."""
     stores = load_store_registry().STORES
+    kept = {"sqlite"}
+    if ANSWERS["databricks_bundle"] == "yes" and ANSWERS["offset_store"] == "sqlite":
+        kept.add("filesystem")
     return {
         "offset_store": {
             name: [
@@ -43,8 +53,9 @@ def optional_files() -> dict[str, dict[str, list[Path]]]:
                 CONTRACT_TESTS / f"test_{kind.module}.py",
             ]
             for name, kind in stores.items()
-            if name != "sqlite"
+            if name not in kept
         },
+        "databricks_bundle": {"yes": BUNDLE_FILES},
     }
 
 
@@ -63,6 +74,11 @@ def remove_unchosen_files() -> None:
                 if not path.exists():
                     sys.exit(f"ERROR: template is broken: {path} (for {field}={choice}) is missing")
                 path.unlink()
+                # A folder only an unchosen option used (resources/) would be left empty.
+                for parent in path.parents[:-1]:
+                    if any(parent.iterdir()):
+                        break
+                    parent.rmdir()
 
 
 def write_answers() -> None:
@@ -95,6 +111,8 @@ local process (Java, jars from Maven), else a broker from PyPI; KAFKA_BOOTSTRAP_
 points them at your own.
 """
     )
+    if ANSWERS["databricks_bundle"] == "yes":
+        print("Databricks (classic compute only): docs/DATABRICKS.md\n")
 
 
 def main() -> int:

@@ -33,6 +33,8 @@ RESERVED_PACKAGES = {
 }  # fmt: skip
 # The sink formats, connectors and ledger stores are listed once, in the generated package,
 # and read from there (see choices()); a template test holds cookiecutter.json to the same.
+# The bundle is files, not package code: post_gen_project.py keeps or removes them.
+BUNDLE_CHOICES = ("no", "yes")
 
 
 def load_package_module(relative: str) -> ModuleType:
@@ -114,6 +116,13 @@ def check_choices() -> list[str]:
     ]
 
 
+def check_bundle() -> str | None:
+    value = text("databricks_bundle")
+    if value not in BUNDLE_CHOICES:
+        return f"databricks_bundle={value!r}: must be one of {', '.join(BUNDLE_CHOICES)}"
+    return None
+
+
 # window_spec() names its fields without the prefix the template's answers use.
 WINDOW_FIELDS = {
     "duration": "window_duration",
@@ -152,6 +161,7 @@ def main() -> int:
             check_email(),
             check_topic(rules),
             check_window(rules),
+            check_bundle(),
         )
         if problem
     ]

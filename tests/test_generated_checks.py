@@ -49,6 +49,13 @@ def default_working_copy(
 CONNECTOR_RUNS = [("builtin", "test"), ("python", "integration")]
 REPORT = "-rfEsxXp"
 PARITY_TEST = "tests/integration/test_builtin_connector.py::test_both_connectors_read_identical"
+# The packaged job on a real standalone cluster: CI must run it on each connector.
+CLUSTER_TEST = (
+    "tests/integration/test_cluster_submit.py::"
+    "test_version_1_then_the_upgrade_then_version_2_on_a_standalone_cluster"
+)
+# The slowest tests' wall times, in the log: the cluster test's among them.
+DURATIONS = "--durations=8"
 
 
 @pytest.mark.parametrize(
@@ -64,24 +71,74 @@ def test_default_project_passes_its_own_suite_on_each_connector(
         cwd=default_working_copy,
         # Apache Kafka even where Docker would make auto pick Testcontainers: this run
         # proves the upgrade on the broker teams run.
-        env={"KAFKA_CONNECTOR": connector, "KAFKA_BACKEND": "apache", "PYTEST_ADDOPTS": REPORT},
+        env={
+            "KAFKA_CONNECTOR": connector,
+            "KAFKA_BACKEND": "apache",
+            "PYTEST_ADDOPTS": f"{REPORT} {DURATIONS}",
+        },
         timeout=3000,
     )
-    lines = result.stdout.splitlines()
+    lines = report_generated_run(f"[{connector}]", result.stdout)
     headers = [line for line in lines if line.startswith(("kafka backend: ", "kafka connector: "))]
-    summaries = [line for line in lines if line.startswith("=") and " passed" in line]
-    parity = [line for line in lines if line.startswith(f"PASSED {PARITY_TEST}")]
-    GENERATED_PROJECT_REPORT.extend(
-        f"[{connector}] {line}" for line in dict.fromkeys(headers + parity + summaries)
-    )
     assert any(line.startswith("kafka backend: ") for line in headers), "no Kafka backend named"
     assert f"kafka connector: {connector}" in "\n".join(headers), headers
-    assert parity, "the test that both connectors read identical DataFrames did not pass"
+    assert any(line.startswith(f"PASSED {PARITY_TEST}") for line in lines), (
+        "the test that both connectors read identical DataFrames did not pass"
+    )
+    assert any(line.startswith(f"PASSED {CLUSTER_TEST}") for line in lines), (
+        "the upgrade on a standalone cluster did not pass"
+    )
     if os.environ.get("CI"):
         # Nothing may skip in CI: every skip would hide a core test.
         assert [line for line in lines if line.startswith("SKIPPED")] == []
         # CI machines have Java and Maven: the suite must run on real Apache Kafka 4.x.
         assert "Apache Kafka 4." in "\n".join(headers), headers
+
+
+def report_generated_run(label: str, stdout: str) -> list[str]:
+    """The run's lines; its headers, key results, summary and wall times go to the report."""
+    lines = stdout.splitlines()
+    shown = [
+        line
+        for line in lines
+        if line.startswith(("kafka backend: ", "kafka connector: "))
+        or line.startswith((f"PASSED {PARITY_TEST}", f"PASSED {CLUSTER_TEST}"))
+        or (line.startswith("=") and " passed" in line)
+        or (" call " in line and "tests/integration/" in line and line.split()[0].endswith("s"))
+    ]
+    GENERATED_PROJECT_REPORT.extend(f"{label} {line}" for line in dict.fromkeys(shown))
+    return lines
+
+
+# The oldest Spark the project supports, as the platforms run it (Databricks 17.3 LTS is
+# Spark 4.0.0): the integration suite on the built-in connector, in a virtualenv of its own.
+OLDEST = "constraints-oldest.txt"
+
+
+def test_default_project_passes_its_integration_suite_on_the_oldest_spark(
+    default_working_copy: Path,
+) -> None:
+    pins = dict(
+        line.split("==", 1)
+        for line in (default_working_copy / OLDEST).read_text().splitlines()
+        if "==" in line and not line.startswith("#")
+    )
+    result = run_tool(
+        ["make", "integration", "VENV=.venv-oldest", f"CONSTRAINTS={OLDEST}"],
+        cwd=default_working_copy,
+        env={
+            "KAFKA_CONNECTOR": "builtin",
+            "KAFKA_BACKEND": "apache",
+            "PYTEST_ADDOPTS": f"{REPORT} {DURATIONS}",
+        },
+        timeout=3000,
+    )
+    lines = report_generated_run(f"[builtin, Spark {pins['pyspark']}]", result.stdout)
+    assert f"Spark {pins['pyspark']}, master local[1])" in result.stdout
+    assert any(line.startswith(f"PASSED {CLUSTER_TEST}") for line in lines)
+    if os.environ.get("CI"):
+        assert [line for line in lines if line.startswith("SKIPPED")] == []
+        assert "Apache Kafka 4." in result.stdout
 
 
 @pytest.mark.parametrize("combination", NON_DEFAULT, ids=combination_id)
@@ -142,3 +199,30 @@ def test_chosen_offset_store_passes_the_contract_tests(
     if os.environ.get("CI"):
         # Where CI runs, PostgreSQL is there: a skipped store test would hide a failure.
         assert " skipped" not in result.stdout, result.stdout
+
+
+CONNECTOR_COMBINATIONS = [
+    c
+    for c in ALL_COMBINATIONS
+    if c["sink_format"] == DEFAULT_COMBINATION["sink_format"]
+    and c["offset_store"] == DEFAULT_COMBINATION["offset_store"]
+]
+
+
+@pytest.mark.parametrize("combination", CONNECTOR_COMBINATIONS, ids=combination_id)
+def test_the_deployment_files_are_valid_and_agree_for_each_connector(
+    baked_projects: dict[str, Path], combination: dict[str, str], tmp_path: Path
+) -> None:
+    # The manifest asks for the connector's package only when the project's connector is
+    # the built-in one: each rendering is checked, not only the default's.
+    project = working_copy(baked_projects[combination_id(combination)], tmp_path)
+    result = run_tool(
+        [str(BIN_DIR / "pytest"), "-p", "no:cacheprovider", "tests/unit/test_deploy_files.py"],
+        cwd=project,
+        env={"PYTHONPATH": os.pathsep.join(["src", "tests"])},
+    )
+    assert " passed" in result.stdout and " failed" not in result.stdout, result.stdout
+    manifest = (project / "deploy" / "kubernetes" / "sparkapplication.yaml").read_text()
+    assert ("spark-sql-kafka-0-10_2.13" in manifest) == (
+        combination["kafka_connector"] == "builtin"
+    )

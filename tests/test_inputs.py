@@ -124,7 +124,7 @@ TRICKY_DESCRIPTION = 'He said "hi" \\ {{ 7*7 }} {% raw %} \'\'\' """ $(id) `id` 
 def test_typed_answers_with_quotes_and_template_syntax_stay_data(tmp_path: Path) -> None:
     # Answers typed at the prompts reach the template unrendered; a rendered {{ 7*7 }}
     # would show up as 49 in the derived slug.
-    prompts = [TRICKY_NAME, "", "", TRICKY_DESCRIPTION, "Team \"Q\" 'A'", *[""] * 8]
+    prompts = [TRICKY_NAME, "", "", TRICKY_DESCRIPTION, "Team \"Q\" 'A'", *[""] * 9]
     result = subprocess.run(
         [COOKIECUTTER, str(clean_template()), "-o", str(tmp_path)],
         input="\n".join(prompts) + "\n",

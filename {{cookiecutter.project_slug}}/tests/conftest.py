@@ -47,6 +47,11 @@ def pytest_configure(config: pytest.Config) -> None:
         f"integration: needs a Kafka broker; {BACKEND_ENV_VAR}="
         f"{'|'.join(BACKEND_CHOICES)} picks which (default auto)",
     )
+    config.addinivalue_line(
+        "markers",
+        "cluster: submits the packaged job to a Spark standalone cluster it starts on "
+        "127.0.0.1 (also integration)",
+    )
 
 
 def _backend_choice(config: pytest.Config) -> BackendChoice | KafkaBackendError:

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import Any, NoReturn
 
 from pyspark.errors import PySparkException
 
@@ -565,6 +565,15 @@ def _stop_on_signals(stop: threading.Event) -> Iterator[None]:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def console() -> NoReturn:
+    """The console script: exit with :func:`main`'s code.
+
+    It raises rather than returns because some launchers ignore a return value: Databricks'
+    python_wheel_task calls the entry point and would report a refused command as a success.
+    """
+    raise SystemExit(main())
 
 
 def main(argv: Sequence[str] | None = None) -> int:

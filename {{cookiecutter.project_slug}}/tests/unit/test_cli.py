@@ -14,6 +14,7 @@ from {{ cookiecutter.package_name }}.app import (
 )
 from {{ cookiecutter.package_name }}.cli import (
     PROG,
+    console,
     main,
 )
 from {{ cookiecutter.package_name }}.settings import (
@@ -394,3 +395,13 @@ def test_upgrade_help_mentions_one_step_apply_and_rollback(
     assert f"{PROG} run" in out
     assert "plan and apply in one step, printing the plan first" in out
     assert f"{PROG} upgrade rollback" in out
+
+
+def test_the_console_script_exits_with_the_commands_code(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A launcher that ignores return values (Databricks' python_wheel_task) still sees it.
+    monkeypatch.setattr("sys.argv", [PROG, "--set", "window.duration=soon", "config", "show"])
+
+    with pytest.raises(SystemExit) as exited:
+        console()
+
+    assert exited.value.code == 2

@@ -127,6 +127,22 @@ def test_builtin_connector_not_resolved_yet_is_refused_with_advice(tmp_path: Pat
     assert 'kafka.connector = "python"' in message
 
 
+@pytest.mark.parametrize(
+    "launcher", [{"PYSPARK_GATEWAY_PORT": "41234"}, {"DATABRICKS_RUNTIME_VERSION": "17.3"}]
+)
+def test_under_spark_submit_or_a_platform_the_launchers_jars_are_used(
+    tmp_path: Path, launcher: dict[str, str]
+) -> None:
+    # Nothing is cached and no mvn is asked: the JVM that started this Python already has
+    # the classpath spark-submit (--jars, --packages) or the platform's runtime gave it.
+    env = {"JAR_CACHE_DIR": str(tmp_path / "empty"), "MVN": "", **launcher}
+
+    conf = spark_conf(settings_with("builtin"), env=env)
+
+    assert "spark.jars" not in conf
+    assert not (tmp_path / "empty").exists()
+
+
 def test_the_callers_jars_are_kept_beside_the_connector(tmp_path: Path) -> None:
     jars = cached_connector(tmp_path / "cache")
     extra = {"spark.jars": "/opt/jars/delta-spark_2.13-4.0.0.jar"}

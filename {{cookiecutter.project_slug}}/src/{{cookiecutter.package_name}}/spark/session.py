@@ -29,11 +29,17 @@ from .kafka_jars import (
     KAFKA_PROVIDER_CLASS,
     ConnectorUnavailableError,
     builtin_connector_conf,
+    connector_package,
     describe_jars,
     fetch_connector_jars,
 )
 
 MINIMUM_JAVA = 17
+# Set when this Python was started by a JVM that is already running: spark-submit's (its
+# gateway) or a platform's driver. That JVM's classpath was fixed by whoever launched it, so
+# the connector's jars come from there (spark-submit's --jars or --packages, the platform's
+# runtime), never from this machine's Maven cache.
+LAUNCHER_ENV_VARS = ("PYSPARK_GATEWAY_PORT", "DATABRICKS_RUNTIME_VERSION")
 _JAVA_VERSION = re.compile(r'version "(?P<version>[^"]+)"')
 _CHECK_TIMEOUT_S = 60.0
 
@@ -58,7 +64,7 @@ def build_spark_session(
     """
     builtin = settings.kafka.connector == "builtin"
     check_java()
-    if builtin:
+    if builtin and not launched_by_spark(os.environ):
         # Resolved with Maven on first use (a progress line on stderr), from the cache after.
         fetch_connector_jars(pyspark.__version__)
     conf = spark_conf(settings, extra_conf=extra_conf)
@@ -78,6 +84,11 @@ def build_spark_session(
     if builtin:
         _require_kafka_provider(session, conf, already_running=already_running)
     return session
+
+
+def launched_by_spark(env: Mapping[str, str]) -> bool:
+    """Whether a JVM started this Python (spark-submit, a platform), with its jars fixed."""
+    return any(env.get(name, "").strip() for name in LAUNCHER_ENV_VARS)
 
 
 def local_session_factory(
@@ -144,7 +155,7 @@ def spark_conf(
         "spark.sql.session.timeZone": "UTC",
         "spark.pyspark.python": worker_python(user, env),
     }
-    if settings.kafka.connector == "builtin":
+    if settings.kafka.connector == "builtin" and not launched_by_spark(env):
         jars = builtin_connector_conf(spark_version or pyspark.__version__, env)
         for key, value in jars.items():
             # The caller's own jars or packages are kept beside the connector's.
@@ -248,6 +259,13 @@ def _require_kafka_provider(
     jvm = session.sparkContext._jvm
     if jvm is not None and jvm.org.apache.spark.util.Utils.classIsLoadable(KAFKA_PROVIDER_CLASS):
         return
+    if launched_by_spark(os.environ):
+        raise ConnectorUnavailableError(
+            f"the built-in Kafka connector ({KAFKA_PROVIDER_CLASS}) is not on the classpath "
+            "spark-submit gave this job: pass its jars with --jars (`connector fetch` lists "
+            f"them) or --packages {connector_package(pyspark.__version__)} "
+            "(deploy/submit.sh does), or use the platform's Spark runtime that ships it"
+        )
     if already_running:
         raise ConnectorUnavailableError(
             f"the built-in Kafka connector ({KAFKA_PROVIDER_CLASS}) is not loadable in the "

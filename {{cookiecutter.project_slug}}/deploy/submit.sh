@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# Submit the job `make package` built in dist/ to a Spark cluster, in client mode.
+#
+#   make package
+#   deploy/submit.sh --master spark://spark-master:7077 -- --config pipeline.toml run
+#   deploy/submit.sh --master yarn --conf spark.executor.memory=4g -- --config pipeline.toml run
+#   deploy/submit.sh --master yarn --dry-run -- --config pipeline.toml run    # print, don't run
+#
+# Everything after `--` is the pipeline's own command line (default: run).
+#
+# Options:
+#   --master URL           the cluster (required): spark://host:7077, yarn, k8s://https://...
+#   --connector NAME       builtin (add Spark's Kafka connector jars) or python; the default is
+#                          the project's, and it must match the settings' kafka.connector
+#   --conf KEY=VALUE       passed to spark-submit; repeatable
+#   --dry-run              print the spark-submit command instead of running it
+#
+# Environment:
+#   SPARK_SUBMIT       the spark-submit to run (default: $SPARK_HOME/bin/spark-submit, else the
+#                      one on PATH, else .venv's from `make install`)
+#   SPARK_KAFKA_JARS   comma-separated connector jars (`{{ cookiecutter.package_name }} connector fetch`
+#                      lists them) shipped with --jars; unset, --packages asks Spark's resolver
+#   SPARK_VERSION      the cluster's Spark version for --packages (default: spark-submit --version)
+#
+# Python apps run in client mode on standalone clusters: the driver is this machine. It runs
+# the environment archive's Python, unpacked in ./environment here, because the driver plans
+# Python data sources with the executors' Python setting. The archive links its interpreter
+# by absolute path: every node needs the same Python at the same path.
+set -euo pipefail
+
+project=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+dist=${DIST_DIR:-$project/dist}
+package={{ cookiecutter.package_name }}
+connector={{ cookiecutter.kafka_connector }}
+master=""
+dry_run=false
+confs=()
+
+die() { echo "submit.sh: $*" >&2; exit 2; }
+
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --master) [ $# -ge 2 ] || die "--master needs a URL"; master=$2; shift 2 ;;
+    --master=*) master=${1#*=}; shift ;;
+    --connector) [ $# -ge 2 ] || die "--connector needs builtin or python"; connector=$2; shift 2 ;;
+    --connector=*) connector=${1#*=}; shift ;;
+    --conf) [ $# -ge 2 ] || die "--conf needs KEY=VALUE"; confs+=(--conf "$2"); shift 2 ;;
+    --conf=*) confs+=(--conf "${1#*=}"); shift ;;
+    --dry-run) dry_run=true; shift ;;
+    -h|--help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    --) shift; break ;;
+    *) die "unknown option $1 (the pipeline's own arguments go after --; see --help)" ;;
+  esac
+done
+[ -n "$master" ] || die "--master is required, e.g. --master spark://spark-master:7077 (see --help)"
+case "$connector" in builtin|python) ;; *) die "--connector is builtin or python, not $connector" ;; esac
+if [ $# -gt 0 ]; then arguments=("$@"); else arguments=(run); fi
+
+for artifact in environment.tar.gz main.py; do
+  [ -f "$dist/$artifact" ] || die "$dist/$artifact is missing: run \`make package\` first"
+done
+
+if [ -n "${SPARK_SUBMIT:-}" ]; then
+  submit=$SPARK_SUBMIT
+elif [ -n "${SPARK_HOME:-}" ]; then
+  submit=$SPARK_HOME/bin/spark-submit
+elif command -v spark-submit >/dev/null; then
+  submit=$(command -v spark-submit)
+else
+  submit=$project/.venv/bin/spark-submit
+fi
+[ -x "$submit" ] || die "no spark-submit at $submit: set SPARK_SUBMIT or SPARK_HOME"
+if [ -z "${SPARK_HOME:-}" ] && [ -x "$(dirname "$submit")/python" ]; then
+  # pip's spark-submit looks for Spark with the driver's Python, which is the archive's and
+  # has no pyspark: tell it where Spark is, asking the Python it was installed with.
+  home=$("$(dirname "$submit")/python" -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))' 2>/dev/null || true)
+  if [ -n "$home" ]; then export SPARK_HOME=$home; fi
+fi
+
+jars=()
+if [ "$connector" = builtin ]; then
+  if [ -n "${SPARK_KAFKA_JARS:-}" ]; then
+    jars=(--jars "$SPARK_KAFKA_JARS")
+  else
+    version=${SPARK_VERSION:-$({ "$submit" --version 2>&1 || true; } | sed -n 's/.*version \([0-9][0-9.]*\)$/\1/p' | head -n 1)}
+    [ -n "$version" ] || die "cannot tell the Spark version from $submit --version: set SPARK_VERSION"
+    jars=(--packages "org.apache.spark:spark-sql-kafka-0-10_2.13:$version")
+  fi
+fi
+
+command=(
+  "$submit"
+  --master "$master"
+  --deploy-mode client
+  --name "${package//_/-}"
+  --archives "$dist/environment.tar.gz#environment"
+  --conf spark.pyspark.python=./environment/bin/python
+  "${jars[@]}"
+  "${confs[@]}"
+  "$dist/main.py"
+  "${arguments[@]}"
+)
+
+# The driver runs the archive's Python too (see the top of this file).
+driver_env=(PYSPARK_PYTHON=./environment/bin/python PYSPARK_DRIVER_PYTHON=./environment/bin/python)
+
+if $dry_run; then
+  printf '%q ' "${driver_env[@]}" "${command[@]}"
+  echo
+  exit 0
+fi
+
+# The driver's copy of the archive, unpacked again only when dist/ holds a newer one.
+stamp=environment/.unpacked-from
+if [ ! -f "$stamp" ] || [ "$dist/environment.tar.gz" -nt "$stamp" ]; then
+  echo "submit.sh: unpacking $dist/environment.tar.gz into $PWD/environment for the driver" >&2
+  rm -rf environment
+  mkdir -p environment
+  tar -xzf "$dist/environment.tar.gz" -C environment
+  echo "$dist/environment.tar.gz" >"$stamp"
+fi
+exec env "${driver_env[@]}" "${command[@]}"
