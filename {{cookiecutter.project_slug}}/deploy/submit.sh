@@ -22,6 +22,9 @@
 #                      lists them) shipped with --jars; unset, --packages asks Spark's resolver
 #   SPARK_VERSION      the cluster's Spark version for --packages (default: spark-submit --version)
 #
+# Ctrl-C or SIGTERM to this script stops the job after the batch in flight commits: the
+# signal goes to the Python driver, not to spark-submit's JVM.
+#
 # Python apps run in client mode on standalone clusters: the driver is this machine. It runs
 # the environment archive's Python, unpacked in ./environment here, because the driver plans
 # Python data sources with the executors' Python setting. The archive links its interpreter
@@ -95,8 +98,8 @@ command=(
   --name "${package//_/-}"
   --archives "$dist/environment.tar.gz#environment"
   --conf spark.pyspark.python=./environment/bin/python
-  "${jars[@]}"
-  "${confs[@]}"
+  ${jars[@]+"${jars[@]}"}
+  ${confs[@]+"${confs[@]}"}
   "$dist/main.py"
   "${arguments[@]}"
 )
@@ -110,13 +113,39 @@ if $dry_run; then
   exit 0
 fi
 
-# The driver's copy of the archive, unpacked again only when dist/ holds a newer one.
+# The driver's copy of the archive, in ./environment, unpacked again when the archive's
+# checksum changes: beside it first, then moved in, so a half-unpacked copy is never used.
+checksum=$(cksum <"$dist/environment.tar.gz")
 stamp=environment/.unpacked-from
-if [ ! -f "$stamp" ] || [ "$dist/environment.tar.gz" -nt "$stamp" ]; then
-  echo "submit.sh: unpacking $dist/environment.tar.gz into $PWD/environment for the driver" >&2
-  rm -rf environment
-  mkdir -p environment
-  tar -xzf "$dist/environment.tar.gz" -C environment
-  echo "$dist/environment.tar.gz" >"$stamp"
+if [ -e environment ] && [ ! -f "$stamp" ]; then
+  die "$PWD/environment was not unpacked by submit.sh: move it away, or run from another directory"
 fi
-exec env "${driver_env[@]}" "${command[@]}"
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$checksum" ]; then
+  echo "submit.sh: unpacking $dist/environment.tar.gz into $PWD/environment for the driver" >&2
+  staging=$(mktemp -d ./environment.unpacking.XXXXXX)
+  tar -xzf "$dist/environment.tar.gz" -C "$staging"
+  echo "$checksum" >"$staging/.unpacked-from"
+  rm -rf environment
+  mv "$staging" environment
+fi
+
+# spark-submit runs in a process group of its own (job control), so a Ctrl-C here reaches
+# only this script, which passes it, like SIGTERM, to the Python driver: the driver lets the
+# batch in flight commit, where spark-submit's JVM would stop the SparkContext at once.
+set -m
+env "${driver_env[@]}" "${command[@]}" &
+submitted=$!
+forward() {
+  # The driver is the JVM's child running main.py; before it has started, the JVM itself.
+  local driver
+  driver=$(pgrep -P "$submitted" -f "$dist/main.py" 2>/dev/null | head -n 1 || true)
+  kill "-$1" "${driver:-$submitted}" 2>/dev/null || true
+}
+trap 'forward TERM' TERM
+trap 'forward INT' INT
+while :; do
+  if wait "$submitted"; then status=0; else status=$?; fi
+  # wait also returns when a signal arrives: go on waiting while spark-submit lives.
+  kill -0 "$submitted" 2>/dev/null || break
+done
+exit "$status"

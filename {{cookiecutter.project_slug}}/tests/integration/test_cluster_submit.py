@@ -4,7 +4,7 @@ Version 1 is submitted in client mode against real Kafka and stops once caught u
 is refused on the old checkpoint; `upgrade plan` and `upgrade apply` run on this machine, as
 an operator's would; version 2 is submitted and the result is checked against a count of
 every event produced (the demo's check): nothing lost, nothing written twice. The executors
-run the environment archive's Python on the worker, not this test's virtualenv.
+run the environment archive's Python, unpacked by the worker, not this test's virtualenv.
 """
 
 from __future__ import annotations
@@ -12,17 +12,27 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tarfile
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 import support.kafka_backends as kafka
+import support.pipelines as pipelines
 import support.spark
 import support.spark_cluster as spark_cluster
+import support.waiting as waiting
+from {{ cookiecutter.package_name }}.checkpoint.reader import (
+    read_checkpoint,
+)
+from {{ cookiecutter.package_name }}.generation.layout import (
+    GenerationLayout,
+)
 from {{ cookiecutter.package_name }}.spark.kafka_jars import (
     SPARK_KAFKA_JARS,
 )
@@ -31,34 +41,69 @@ pytestmark = [pytest.mark.integration, pytest.mark.cluster]
 
 PROJECT = Path(__file__).resolve().parents[2]
 DEMO = PROJECT / "demo" / "upgrade_demo.py"
+SUBMIT = PROJECT / "deploy" / "submit.sh"
 PACKAGE_TIMEOUT_S = 600
 DEMO_TIMEOUT_S = 1200
+FIRST_BATCHES_TIMEOUT_S = 300
+STOP_TIMEOUT_S = 180
 
 
 @pytest.fixture(scope="module")
 def bundle(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """dist/ as `make package` builds it, into a directory of this test's own."""
+    """dist/ as `make package` builds it, into a directory of this module's own."""
     dist = tmp_path_factory.mktemp("dist")
-    # VENV: this test's own environment, already installed, rather than a second one.
+    # VENV: this test's environment, and -o install: it is installed already and must not
+    # change under the running tests.
+    command = ["make", "--no-print-directory", "-o", "install", "package"]
+    command += [f"DIST_DIR={dist}", f"VENV={sys.prefix}"]
     finished = subprocess.run(
-        ["make", "--no-print-directory", "package", f"DIST={dist}", f"VENV={sys.prefix}"],
-        cwd=PROJECT,
-        capture_output=True,
-        text=True,
-        timeout=PACKAGE_TIMEOUT_S,
-        check=False,
+        command, cwd=PROJECT, capture_output=True, text=True, timeout=PACKAGE_TIMEOUT_S
     )
     assert finished.returncode == 0, finished.stdout + finished.stderr
     yield dist
     shutil.rmtree(dist, ignore_errors=True)
 
 
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[spark_cluster.SparkCluster]:
+    directory = tmp_path_factory.mktemp("cluster")
+    try:
+        with spark_cluster.standalone_cluster(directory) as running:
+            yield running
+        # Every daemon, executor and driver that named this cluster's directories is gone.
+        assert spark_cluster.processes_of(directory) == []
+    finally:
+        # The worker keeps every application's unpacked archive: hundreds of MB per run.
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+@pytest.fixture
+def submit_env(
+    cluster: spark_cluster.SparkCluster, bundle: Path, kafka_backend: kafka.KafkaBackend
+) -> dict[str, str]:
+    """What a driver on this machine needs: the cluster's loopback settings and the bundle."""
+    connector = support.spark.connector_under_test()
+    if connector == "builtin":
+        support.spark.skip_unless_builtin_jars_can_be_had()
+    env = {**cluster.env, "KAFKA_BOOTSTRAP_SERVERS": kafka_backend.bootstrap_servers}
+    env["DIST_DIR"] = str(bundle)
+    env.pop("KAFKA_BACKEND", None)  # the demo takes the broker this session runs
+    # The spark-submit of this test's pyspark, and no SPARK_HOME: submit.sh finds Spark as
+    # it does for a user of `make install`.
+    env.pop("SPARK_HOME", None)
+    env["SPARK_SUBMIT"] = str(Path(sys.prefix) / "bin" / "spark-submit")
+    if connector == "builtin":
+        # spark-submit ships the jars with --jars; nothing asks a repository.
+        env[SPARK_KAFKA_JARS] = ",".join(_connector_jars())
+    return env
+
+
 def test_the_bundle_holds_the_wheel_its_environment_without_pyspark_and_the_entry(
     bundle: Path,
 ) -> None:
-    names = sorted(path.name for path in bundle.iterdir())
-    assert names[0] == "environment.tar.gz" and names[1] == "main.py", names
-    assert len(names) == 3 and names[2].endswith("-py3-none-any.whl"), names
+    names = {path.name for path in bundle.iterdir()}
+    wheels = {name for name in names if name.endswith("-py3-none-any.whl")}
+    assert len(wheels) == 1 and names - wheels == {"environment.tar.gz", "main.py"}, names
     with tarfile.open(bundle / "environment.tar.gz") as archive:
         # lib/python3.X/site-packages/<name>/...: the top-level names installed.
         packages = {
@@ -72,56 +117,113 @@ def test_the_bundle_holds_the_wheel_its_environment_without_pyspark_and_the_entr
 
 
 def test_version_1_then_the_upgrade_then_version_2_on_a_standalone_cluster(
-    request: pytest.FixtureRequest, bundle: Path, tmp_path: Path
+    cluster: spark_cluster.SparkCluster, submit_env: dict[str, str], tmp_path: Path
 ) -> None:
     connector = support.spark.connector_under_test()
-    if connector == "builtin":
-        support.spark.skip_unless_builtin_jars_can_be_had()
-    backend: kafka.KafkaBackend = request.getfixturevalue("kafka_backend")
-    cluster_dir = tmp_path / "cluster"
     work = tmp_path / "demo"
+    before = set(cluster.worker_dir.iterdir())
+    demo = [sys.executable, str(DEMO), "--dir", str(work), "--connector", connector]
+    demo += ["--submit", cluster.master_url]
+    demo += [f"--submit-conf={conf}" for conf in cluster.driver_confs]
     try:
-        with spark_cluster.standalone_cluster(cluster_dir) as cluster:
-            env = {
-                **cluster.env,
-                "KAFKA_BOOTSTRAP_SERVERS": backend.bootstrap_servers,
-                "DIST_DIR": str(bundle),
-            }
-            env.pop("KAFKA_BACKEND", None)  # the demo takes the broker this session runs
-            if connector == "builtin":
-                # spark-submit ships the jars with --jars; nothing asks a repository.
-                env[SPARK_KAFKA_JARS] = ",".join(_connector_jars())
-            demo = [sys.executable, str(DEMO), "--dir", str(work), "--connector", connector]
-            demo += ["--submit", cluster.master_url]
-            demo += [f"--submit-conf={conf}" for conf in cluster.driver_confs]
-            finished = subprocess.run(
-                demo,
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=DEMO_TIMEOUT_S,
-                check=False,
-            )
-            applications = sorted(path.name for path in cluster.worker_dir.iterdir())
-        shown = finished.stdout + finished.stderr[-3000:]
-        assert finished.returncode == 0, shown
-        assert "  windows written twice:           0\n" in finished.stdout, shown
-        assert "  OK: no event lost, no window written twice.\n" in finished.stdout, shown
-        # Each run went to the cluster: three submissions (version 1, version 2 refused,
-        # version 2), each an application whose executor the worker started.
-        submitted = [line for line in finished.stdout.splitlines() if "deploy/submit.sh" in line]
-        assert len(submitted) == 3, shown
-        assert all(f"--master={cluster.master_url}" in line for line in submitted), submitted
-        assert len(applications) == 3 and all(a.startswith("app-") for a in applications)
-        # The refusal crossed spark-submit with its exit code.
-        assert "  (exit 3, " in finished.stdout, shown
-        # Plan and apply ran on this machine, with the package's own CLI.
-        assert "$ {{ cookiecutter.package_name }} --config version-2.toml upgrade apply" in finished.stdout
-        assert _processes_under(tmp_path) == []
+        finished = _run_in_own_group(demo, submit_env, timeout=DEMO_TIMEOUT_S)
+        applications = sorted(set(cluster.worker_dir.iterdir()) - before)
     finally:
-        # The worker keeps every application's unpacked archive: hundreds of MB per run.
-        shutil.rmtree(cluster_dir, ignore_errors=True)
         shutil.rmtree(work / "environment", ignore_errors=True)
+    shown = finished.stdout + finished.stderr[-3000:]
+    assert finished.returncode == 0, shown
+    assert "  windows written twice:           0\n" in finished.stdout, shown
+    assert "  OK: no event lost, no window written twice.\n" in finished.stdout, shown
+    # Three submissions (version 1, version 2 refused, version 2): three applications on
+    # the worker, each with an executor that ran the Python of the unpacked archive.
+    assert len(applications) == 3, applications
+    for application in applications:
+        assert (application / "0" / "environment" / "bin" / "python").exists(), application
+    # The refusal crossed spark-submit with its exit code.
+    assert "  (exit 3, " in finished.stdout, shown
+    # Plan and apply ran on this machine, with the package's own CLI.
+    assert "$ {{ cookiecutter.package_name }} --config version-2.toml upgrade apply" in finished.stdout
+
+
+def test_sigterm_to_submit_sh_lets_the_batch_in_flight_commit(
+    cluster: spark_cluster.SparkCluster, submit_env: dict[str, str], tmp_path: Path
+) -> None:
+    # The runbook's pause: a signal to submit.sh reaches the Python driver, which stops
+    # after the batch in flight, where spark-submit's JVM would stop the SparkContext.
+    bootstrap = submit_env["KAFKA_BOOTSTRAP_SERVERS"]
+    topic = kafka.unique_topic("cluster-pause")
+    kafka.create_topic(bootstrap, topic, 2)
+    times = [pipelines.BASE_MS + i * pipelines.MINUTE_MS for i in range(60)]
+    kafka.produce(bootstrap, topic, pipelines.page_views(["a1"], times, partitions=2))
+    overrides = pipelines.pipeline_overrides(
+        tmp_path, bootstrap, topic, "kafka.max_offsets_per_trigger=4"
+    )
+    command = [str(SUBMIT), f"--master={cluster.master_url}"]
+    command += [f"--conf={conf}" for conf in cluster.driver_confs]
+    command += [f"--connector={support.spark.connector_under_test()}", "--"]
+    command += [*(f"--set={override}" for override in overrides), "run"]
+    driver = subprocess.Popen(
+        command,
+        cwd=tmp_path,
+        env=submit_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        start_new_session=True,
+    )
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(driver.stdout or []), daemon=True)
+    reader.start()
+    try:
+        waiting.wait_until(
+            lambda: (
+                any(line.startswith("batch 1  aggregates") for line in lines)
+                or driver.poll() is not None
+            ),
+            timeout=FIRST_BATCHES_TIMEOUT_S,
+            message="the submitted run never reported its second batch",
+        )
+        assert driver.poll() is None, "".join(lines)
+        before_signal = list(lines)
+        driver.send_signal(signal.SIGTERM)  # to submit.sh, as an operator would
+        returncode = driver.wait(timeout=STOP_TIMEOUT_S)
+    finally:
+        if driver.poll() is None:
+            os.killpg(driver.pid, signal.SIGKILL)
+            driver.wait()
+        shutil.rmtree(tmp_path / "environment", ignore_errors=True)
+    reader.join(timeout=10)
+    output = "".join(lines)
+
+    assert returncode == 0, output
+    assert "SIGTERM: stopping after the batches in flight" in output
+    assert "stopped (stop request)" in output.splitlines()[-1]
+    state = read_checkpoint(GenerationLayout(str(tmp_path / "pipeline"), 1).checkpoint)
+    reported = [int(line.split()[1]) for line in before_signal if "  aggregates  " in line]
+    assert state.last_committed_batch is not None
+    assert state.last_committed_batch >= max(reported)
+    assert f"committed aggregates to batch {state.last_committed_batch}" in output
+
+
+def _run_in_own_group(
+    command: list[str], env: dict[str, str], *, timeout: float
+) -> subprocess.CompletedProcess[str]:
+    """Run ``command``; on a timeout, kill it with every driver and JVM it started."""
+    process = subprocess.Popen(
+        command,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        stdout, stderr = process.communicate(timeout=timeout)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.communicate()
+    return subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
 
 
 def _connector_jars() -> list[str]:
@@ -133,18 +235,3 @@ def _connector_jars() -> list[str]:
         check=True,
     )
     return [str(jar) for jar in json.loads(listed.stdout)["jars"]]
-
-
-def _processes_under(directory: Path) -> list[str]:
-    """Command lines of live processes that name ``directory``: daemons, drivers, executors."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-        except OSError:
-            continue  # gone meanwhile, or not ours to read
-        if str(directory) in command:
-            found.append(command[:200])
-    return found

@@ -53,6 +53,8 @@ def cluster_env(base: Mapping[str, str], directory: Path) -> dict[str, str]:
         "SPARK_LOG_DIR": str(directory / "logs"),
         "SPARK_PID_DIR": str(directory / "pids"),
         "SPARK_WORKER_DIR": str(directory / "work"),
+        # Shuffle files and the copies of shipped archives, which default to /tmp.
+        "SPARK_LOCAL_DIRS": str(directory / "local"),
         # The pip-installed pyspark is the Spark home; a SPARK_HOME from the machine would
         # start another Spark's daemons.
         "SPARK_HOME": str(Path(pyspark.__file__).parent),
@@ -63,7 +65,7 @@ def cluster_env(base: Mapping[str, str], directory: Path) -> dict[str, str]:
 def standalone_cluster(directory: Path) -> Iterator[SparkCluster]:
     """A master and a worker on free loopback ports; both stopped on exit, crashed or not."""
     env = cluster_env(os.environ, directory)
-    for name in ("logs", "pids", "work"):
+    for name in ("logs", "pids", "work", "local"):
         (directory / name).mkdir(parents=True, exist_ok=True)
     spark_class = str(Path(env["SPARK_HOME"]) / "bin" / "spark-class")
     master_port, master_ui, worker_port, worker_ui = kafka._free_ports(4)
@@ -120,10 +122,26 @@ def _daemon(
 
 
 def _stop(process: subprocess.Popen[bytes]) -> None:
-    if process.poll() is None:
-        kafka._signal_group(process, signal.SIGTERM)
+    # The whole group, even when its leader has exited (it is reaped only below): executors
+    # a worker started are in it.
+    kafka._signal_group(process, signal.SIGTERM)
+    try:
+        process.wait(timeout=STOP_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        kafka._signal_group(process, signal.SIGKILL)
+        process.wait(timeout=STOP_TIMEOUT_S)
+
+
+def processes_of(directory: Path) -> list[str]:
+    """Live processes started with this cluster's environment: daemons, executors, drivers."""
+    marker = f"SPARK_LOG_DIR={directory / 'logs'}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
         try:
-            process.wait(timeout=STOP_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            kafka._signal_group(process, signal.SIGKILL)
-            process.wait(timeout=STOP_TIMEOUT_S)
+            if marker in (entry / "environ").read_bytes().split(b"\0"):
+                found.append((entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()[:200])
+        except OSError:
+            continue  # gone meanwhile, or not ours to read
+    return found

@@ -11,14 +11,20 @@ from __future__ import annotations
 
 import os
 import shlex
+import shutil
+import signal
 import stat
 import subprocess
+import sys
+import tarfile
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 import pytest
 import yaml
+
+import support.waiting as waiting
 
 PROJECT = Path(__file__).resolve().parents[2]
 SUBMIT = PROJECT / "deploy" / "submit.sh"
@@ -284,3 +290,135 @@ def test_help_teaches_with_an_example(dist: Path, fake_submit: Path) -> None:
         done.stdout
     )
     assert "set -euo" not in done.stdout
+
+
+# The driver's side, run for real with a stand-in spark-submit: it runs dist/main.py with
+# the Python it is given, as spark-submit's JVM does, and ignores nothing it is sent.
+STAND_IN_SUBMIT = """#!/usr/bin/env bash
+trap 'echo "spark-submit got $1" >>"$SUBMIT_LOG"' TERM INT
+for arg in "$@"; do main=$arg; [[ $arg == */main.py ]] && break; done
+"$PYSPARK_DRIVER_PYTHON" "$main" &
+wait $!
+status=$?
+echo "driver exited $status" >>"$SUBMIT_LOG"
+exit $status
+"""
+# The stand-in driver: stops cleanly on SIGTERM or SIGINT, as the pipeline's `run` does.
+STAND_IN_MAIN = """import pathlib, signal, sys, time
+log = pathlib.Path(sys.argv[0]).with_name("driver.log")
+def stop(signum, frame):
+    log.write_text(f"stopped on {signal.Signals(signum).name}")
+    sys.exit(0)
+signal.signal(signal.SIGTERM, stop)
+signal.signal(signal.SIGINT, stop)
+log.write_text("running")
+deadline = time.monotonic() + 60
+while time.monotonic() < deadline:
+    time.sleep(0.05)
+sys.exit(7)
+"""
+
+
+def stand_in_bundle(directory: Path, marker: str) -> Path:
+    """A dist/ whose archive holds ./bin/python (this interpreter) and a marker file."""
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "main.py").write_text(STAND_IN_MAIN)
+    content = directory / "content"
+    shutil.rmtree(content, ignore_errors=True)
+    (content / "bin").mkdir(parents=True)
+    (content / "bin" / "python").symlink_to(sys.executable)
+    (content / "marker").write_text(marker)
+    with tarfile.open(directory / "environment.tar.gz", "w:gz") as archive:
+        archive.add(content / "bin", arcname="bin")
+        archive.add(content / "marker", arcname="marker")
+    return directory
+
+
+@pytest.fixture
+def stand_in_submit(tmp_path: Path) -> Path:
+    path = tmp_path / "bin" / "spark-submit"
+    path.parent.mkdir()
+    path.write_text(STAND_IN_SUBMIT)
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return path
+
+
+def start(dist: Path, submit: Path, cwd: Path, log: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [str(SUBMIT), "--master=local[1]", "--connector=python", "--", "run"],
+        cwd=cwd,
+        env={
+            **os.environ,
+            "DIST_DIR": str(dist),
+            "SPARK_SUBMIT": str(submit),
+            "SUBMIT_LOG": str(log),
+        },
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+@pytest.mark.parametrize("signal_name", ["SIGTERM", "SIGINT"])
+def test_a_signal_to_submit_sh_reaches_the_driver_not_spark_submit(
+    tmp_path: Path, stand_in_submit: Path, signal_name: str
+) -> None:
+    dist = stand_in_bundle(tmp_path / "dist", "one")
+    log = tmp_path / "submit.log"
+    process = start(dist, stand_in_submit, tmp_path, log)
+    try:
+        waiting.wait_until(
+            lambda: (dist / "driver.log").is_file() or process.poll() is not None,
+            timeout=30,
+            message="the stand-in driver never started",
+        )
+        process.send_signal(getattr(signal, signal_name))
+        _, stderr = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    # The driver stopped on the signal and exited 0; spark-submit was never signalled.
+    assert (dist / "driver.log").read_text() == f"stopped on {signal_name}", stderr
+    assert log.read_text() == "driver exited 0\n"
+    assert process.returncode == 0
+
+
+def test_the_drivers_environment_is_unpacked_once_per_archive(
+    tmp_path: Path, stand_in_submit: Path
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+
+    def submit_once(marker: str) -> str:
+        dist = tmp_path / f"dist-{marker}"
+        if not dist.exists():
+            stand_in_bundle(dist, marker)
+            (dist / "main.py").write_text("import sys; sys.exit(0)\n")
+        done = start(dist, stand_in_submit, work, tmp_path / "submit.log")
+        _, stderr = done.communicate(timeout=60)
+        assert done.returncode == 0, stderr
+        return stderr
+
+    first = submit_once("one")
+    again = submit_once("one")
+    other = submit_once("two")
+
+    assert "unpacking" in first and "unpacking" not in again and "unpacking" in other
+    # The same archive again is the same environment; another archive replaces it.
+    assert (work / "environment" / "marker").read_text() == "two"
+    assert sorted(p.name for p in work.iterdir()) == ["environment"]
+
+
+def test_an_environment_it_did_not_unpack_is_left_alone(
+    tmp_path: Path, stand_in_submit: Path
+) -> None:
+    (tmp_path / "environment").mkdir()
+    (tmp_path / "environment" / "mine").write_text("kept")
+    dist = stand_in_bundle(tmp_path / "dist", "one")
+
+    done = start(dist, stand_in_submit, tmp_path, tmp_path / "submit.log")
+    _, stderr = done.communicate(timeout=60)
+
+    assert done.returncode == 2
+    assert stderr.startswith(f"submit.sh: {tmp_path}/environment was not unpacked by submit.sh")
+    assert (tmp_path / "environment" / "mine").read_text() == "kept"
