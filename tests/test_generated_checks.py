@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -176,6 +177,15 @@ def test_imports_sort_the_same_whatever_the_package_is_called(tmp_path: Path) ->
     run_tool([str(BIN_DIR / "lint-imports"), "--no-cache"], cwd=project, env={"PYTHONPATH": "src"})
 
 
+def run_generated_tests(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """Some of a baked project's own tests, with this environment's tools."""
+    return run_tool(
+        [str(BIN_DIR / "pytest"), "-p", "no:cacheprovider", *args],
+        cwd=project,
+        env={"PYTHONPATH": os.pathsep.join(["src", "tests"])},
+    )
+
+
 STORE_COMBINATIONS = [
     c
     for c in NON_DEFAULT
@@ -190,11 +200,7 @@ def test_chosen_offset_store_passes_the_contract_tests(
     baked_projects: dict[str, Path], combination: dict[str, str], tmp_path: Path
 ) -> None:
     project = working_copy(baked_projects[combination_id(combination)], tmp_path)
-    result = run_tool(
-        [str(BIN_DIR / "pytest"), "-p", "no:cacheprovider", "tests/contract", "-v"],
-        cwd=project,
-        env={"PYTHONPATH": os.pathsep.join(["src", "tests"])},
-    )
+    result = run_generated_tests(project, "tests/contract", "-v")
     assert f"[{combination['offset_store']}" in result.stdout
     if os.environ.get("CI"):
         # Where CI runs, PostgreSQL is there: a skipped store test would hide a failure.
@@ -216,11 +222,7 @@ def test_the_deployment_files_are_valid_and_agree_for_each_connector(
     # The manifest asks for the connector's package only when the project's connector is
     # the built-in one: each rendering is checked, not only the default's.
     project = working_copy(baked_projects[combination_id(combination)], tmp_path)
-    result = run_tool(
-        [str(BIN_DIR / "pytest"), "-p", "no:cacheprovider", "tests/unit/test_deploy_files.py"],
-        cwd=project,
-        env={"PYTHONPATH": os.pathsep.join(["src", "tests"])},
-    )
+    result = run_generated_tests(project, "tests/unit/test_deploy_files.py")
     assert " passed" in result.stdout and " failed" not in result.stdout, result.stdout
     manifest = (project / "deploy" / "kubernetes" / "sparkapplication.yaml").read_text()
     assert ("spark-sql-kafka-0-10_2.13" in manifest) == (

@@ -16,17 +16,16 @@ import signal
 import subprocess
 import sys
 import tarfile
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+import support.driver_process as driver_process
 import support.kafka_backends as kafka
 import support.pipelines as pipelines
 import support.spark
 import support.spark_cluster as spark_cluster
-import support.waiting as waiting
 from {{ cookiecutter.package_name }}.checkpoint.reader import (
     read_checkpoint,
 )
@@ -162,38 +161,17 @@ def test_sigterm_to_submit_sh_lets_the_batch_in_flight_commit(
     command += [f"--conf={conf}" for conf in cluster.driver_confs]
     command += [f"--connector={support.spark.connector_under_test()}", "--"]
     command += [*(f"--set={override}" for override in overrides), "run"]
-    driver = subprocess.Popen(
-        command,
-        cwd=tmp_path,
-        env=submit_env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        start_new_session=True,
-    )
-    lines: list[str] = []
-    reader = threading.Thread(target=lambda: lines.extend(driver.stdout or []), daemon=True)
-    reader.start()
     try:
-        waiting.wait_until(
-            lambda: (
-                any(line.startswith("batch 1  aggregates") for line in lines)
-                or driver.poll() is not None
-            ),
-            timeout=FIRST_BATCHES_TIMEOUT_S,
-            message="the submitted run never reported its second batch",
+        stopped = driver_process.sigterm_after_second_batch(
+            command,  # to submit.sh, as an operator would
+            cwd=tmp_path,
+            env=submit_env,
+            start_timeout=FIRST_BATCHES_TIMEOUT_S,
+            stop_timeout=STOP_TIMEOUT_S,
         )
-        assert driver.poll() is None, "".join(lines)
-        before_signal = list(lines)
-        driver.send_signal(signal.SIGTERM)  # to submit.sh, as an operator would
-        returncode = driver.wait(timeout=STOP_TIMEOUT_S)
     finally:
-        if driver.poll() is None:
-            os.killpg(driver.pid, signal.SIGKILL)
-            driver.wait()
         shutil.rmtree(tmp_path / "environment", ignore_errors=True)
-    reader.join(timeout=10)
-    output = "".join(lines)
+    returncode, before_signal, output = stopped.returncode, stopped.before_signal, stopped.output
 
     assert returncode == 0, output
     assert "SIGTERM: stopping after the batches in flight" in output

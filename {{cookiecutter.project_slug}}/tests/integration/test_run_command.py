@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
 
+import support.driver_process as driver_process
 import support.kafka_backends as kafka
 import support.pipelines as pipelines
-import support.waiting as waiting
 from {{ cookiecutter.package_name }}.checkpoint.reader import (
     read_checkpoint,
 )
@@ -55,37 +52,14 @@ def test_sigterm_lets_the_batch_in_flight_commit_and_exits_cleanly(
         "--master=local[1]",
     ]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
-    driver = subprocess.Popen(
+    stopped = driver_process.sigterm_after_second_batch(
         command,
         cwd=tmp_path,
         env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        start_new_session=True,
+        start_timeout=FIRST_BATCH_TIMEOUT_S,
+        stop_timeout=STOP_TIMEOUT_S,
     )
-    lines: list[str] = []
-    reader = threading.Thread(target=lambda: lines.extend(driver.stdout or []), daemon=True)
-    reader.start()
-    try:
-        waiting.wait_until(
-            lambda: (
-                any(line.startswith("batch 1  aggregates") for line in lines)
-                or driver.poll() is not None
-            ),
-            timeout=FIRST_BATCH_TIMEOUT_S,
-            message="the run never reported its second batch",
-        )
-        assert driver.poll() is None, "".join(lines)
-        before_signal = list(lines)
-        driver.send_signal(signal.SIGTERM)
-        returncode = driver.wait(timeout=STOP_TIMEOUT_S)
-    finally:
-        if driver.poll() is None:
-            os.killpg(driver.pid, signal.SIGKILL)
-            driver.wait()
-    reader.join(timeout=10)
-    output = "".join(lines)
+    returncode, before_signal, output = stopped.returncode, stopped.before_signal, stopped.output
 
     assert returncode == 0, output
     assert "SIGTERM: stopping after the batches in flight" in output

@@ -9,10 +9,12 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
+from dataclasses import dataclass
 from pathlib import Path
 
+import support.waiting as waiting
 from {{ cookiecutter.package_name }}.cli import (
     PROG,
 )
@@ -103,3 +105,57 @@ def started(arguments: Sequence[str], cwd: Path, module: str = PROG) -> Iterator
         yield driver
     finally:
         driver.kill()
+
+
+@dataclass(frozen=True)
+class SignalledRun:
+    """What a run stopped by SIGTERM printed, before the signal and in all, and its exit."""
+
+    before_signal: list[str]
+    output: str
+    returncode: int
+
+
+def sigterm_after_second_batch(
+    command: Sequence[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    start_timeout: float,
+    stop_timeout: float,
+) -> SignalledRun:
+    """Start ``command`` (a `run`), send it SIGTERM once it reports its second batch.
+
+    It runs in a session of its own and is killed with its group if it outlives the test.
+    """
+    driver = subprocess.Popen(
+        list(command),
+        cwd=cwd,
+        env=dict(env),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        start_new_session=True,
+    )
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(driver.stdout or []), daemon=True)
+    reader.start()
+    try:
+        waiting.wait_until(
+            lambda: (
+                any(line.startswith("batch 1  aggregates") for line in lines)
+                or driver.poll() is not None
+            ),
+            timeout=start_timeout,
+            message="the run never reported its second batch",
+        )
+        assert driver.poll() is None, "".join(lines)
+        before_signal = list(lines)
+        driver.send_signal(signal.SIGTERM)
+        returncode = driver.wait(timeout=stop_timeout)
+    finally:
+        if driver.poll() is None:
+            os.killpg(driver.pid, signal.SIGKILL)
+            driver.wait()
+    reader.join(timeout=10)
+    return SignalledRun(before_signal, "".join(lines), returncode)
