@@ -18,6 +18,7 @@ import pytest
 from conftest import (
     ALL_COMBINATIONS,
     BIN_DIR,
+    CHOICE_FIELDS,
     DEFAULT_COMBINATION,
     GENERATED_PROJECT_REPORT,
     bake,
@@ -186,13 +187,16 @@ def run_generated_tests(project: Path, *args: str) -> subprocess.CompletedProces
     )
 
 
-STORE_COMBINATIONS = [
-    c
-    for c in NON_DEFAULT
-    if c["offset_store"] != DEFAULT_COMBINATION["offset_store"]
-    and c["sink_format"] == DEFAULT_COMBINATION["sink_format"]
-    and c["kafka_connector"] == DEFAULT_COMBINATION["kafka_connector"]
-]
+def varying(field: str) -> list[dict[str, str]]:
+    """The combinations that differ from the default in ``field`` alone, the default first."""
+    return [
+        c
+        for c in ALL_COMBINATIONS
+        if all(c[other] == DEFAULT_COMBINATION[other] for other in CHOICE_FIELDS if other != field)
+    ]
+
+
+STORE_COMBINATIONS = [c for c in varying("offset_store") if c != DEFAULT_COMBINATION]
 
 
 @pytest.mark.parametrize("combination", STORE_COMBINATIONS, ids=combination_id)
@@ -207,12 +211,7 @@ def test_chosen_offset_store_passes_the_contract_tests(
         assert " skipped" not in result.stdout, result.stdout
 
 
-CONNECTOR_COMBINATIONS = [
-    c
-    for c in ALL_COMBINATIONS
-    if c["sink_format"] == DEFAULT_COMBINATION["sink_format"]
-    and c["offset_store"] == DEFAULT_COMBINATION["offset_store"]
-]
+CONNECTOR_COMBINATIONS = varying("kafka_connector")
 
 
 @pytest.mark.parametrize("combination", CONNECTOR_COMBINATIONS, ids=combination_id)
