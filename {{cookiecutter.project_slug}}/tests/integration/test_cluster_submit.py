@@ -9,7 +9,6 @@ run the environment archive's Python, unpacked by the worker, not this test's vi
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import signal
@@ -34,6 +33,7 @@ from {{ cookiecutter.package_name }}.generation.layout import (
 )
 from {{ cookiecutter.package_name }}.spark.kafka_jars import (
     SPARK_KAFKA_JARS,
+    fetch_connector_jars,
 )
 
 pytestmark = [pytest.mark.integration, pytest.mark.cluster]
@@ -93,7 +93,7 @@ def submit_env(
     env["SPARK_SUBMIT"] = str(Path(sys.prefix) / "bin" / "spark-submit")
     if connector == "builtin":
         # spark-submit ships the jars with --jars; nothing asks a repository.
-        env[SPARK_KAFKA_JARS] = ",".join(_connector_jars())
+        env[SPARK_KAFKA_JARS] = ",".join(fetch_connector_jars())
     return env
 
 
@@ -202,14 +202,3 @@ def _run_in_own_group(
             os.killpg(process.pid, signal.SIGKILL)
             process.communicate()
     return subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
-
-
-def _connector_jars() -> list[str]:
-    listed = subprocess.run(
-        [sys.executable, "-m", "{{ cookiecutter.package_name }}", "connector", "fetch", "--json"],
-        capture_output=True,
-        text=True,
-        timeout=900,
-        check=True,
-    )
-    return [str(jar) for jar in json.loads(listed.stdout)["jars"]]
