@@ -1,0 +1,364 @@
+"""A guided upgrade on a local Kafka, with the real commands and their real output.
+
+It plays the whole procedure a team follows when a change needs a new checkpoint:
+
+  1. version 1 counts page views per article in 10-minute windows and stops with the
+     window 10:30-10:40 still open: its events live only in the checkpoint's state;
+  2. version 2 adds a metric (users), which the checkpoint cannot carry: `run` refuses;
+  3. `upgrade plan --out` says where each partition restarts so that the open window is
+     rebuilt, and writes that plan to a file for review;
+  4. `upgrade apply PLAN` applies exactly the reviewed plan: generation 1 retired,
+     generation 2 planned;
+  5. more events arrive, and `run` starts generation 2 from the plan;
+  6. `output show` reads both generations, and the demo checks the result against a count
+     of every event: no event lost, no window written twice.
+
+Kafka: KAFKA_BOOTSTRAP_SERVERS when set, else Testcontainers when a Docker daemon answers,
+else Apache Kafka as a local process when Java and Maven can run it, else the local noida-db
+broker from PyPI: the same choice as the tests (KAFKA_BACKEND).
+Each run works in a fresh directory and on a topic of its own. `--connector builtin` plays
+it on Spark's JVM connector (its jars from SPARK_KAFKA_JARS, or Maven). `--submit URL`
+submits each `run` to that Spark cluster with deploy/submit.sh (after `make package`), and
+runs the other commands here, as an operator's machine would. Exit code 0 when the check
+holds, 1 when it does not, 2 when a step failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pyspark
+
+HERE = Path(__file__).resolve().parent
+SUBMIT = HERE.parent / "deploy" / "submit.sh"
+sys.path.insert(0, str(HERE.parent / "tests"))
+
+import pyspark_kafka_upgrade.testing.kafka_backends as kafka  # noqa: E402
+import support.pipelines as pipelines  # noqa: E402
+from pyspark_kafka_upgrade import (  # noqa: E402
+    cli as package_cli,
+)
+
+PACKAGE = package_cli.__name__.partition(".")[0]
+
+BASE_MS = pipelines.BASE_MS  # 2025-11-22T10:00:00Z
+EVENT_EVERY_MS = 20_000
+WINDOW_MS = 10 * 60_000
+DELAY_MS = 5 * 60_000
+ARTICLES = ("a-0001", "a-0002", "a-0003")
+PARTITIONS = 2
+FIRST_EVENTS = 120  # 10:00:00 to 10:39:40: W = 10:34:40, so 10:30-10:40 stays open
+MORE_EVENTS = 60  # 10:40:00 to 10:59:40, produced after the upgrade is applied
+# Batches of 40 show the watermark moving. PySpark 4.0 and 4.1 run "available now" as one
+# batch, which a rate limit would cut short, so there the demo reads without one.
+RATE_LIMIT = 40 if tuple(map(int, pyspark.__version__.split(".")[:2])) >= (4, 2) else 0
+MALFORMED = (b"not json at all", b'{"article_id": 42, "event_time": "2025-11-22T10:05:00Z"}')
+
+
+class StepFailedError(Exception):
+    """A command of the demo exited with a code it should not have."""
+
+
+@dataclass(frozen=True)
+class Runs:
+    """Where `run` goes: a local master, or a cluster through deploy/submit.sh."""
+
+    submit: tuple[str, ...] = ()
+
+    def run(self, settings: Path, *args: str, expect: int = 0) -> str:
+        if not self.submit:
+            return cli(settings, "run", *args, "--master", "local[2]", expect=expect)
+        return cli(settings, "run", *args, expect=expect, launcher=self.submit)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--dir",
+        type=Path,
+        default=None,
+        help="work directory for settings, checkpoints, output and ledger "
+        "(default: a new temporary directory, kept for you to look at)",
+    )
+    parser.add_argument(
+        "--connector",
+        choices=("python", "builtin"),
+        default="python",
+        help="Kafka connector of both versions (default python: pip-only)",
+    )
+    parser.add_argument(
+        "--submit",
+        metavar="MASTER",
+        help="submit each run to this Spark master with deploy/submit.sh "
+        "(run `make package` first), e.g. spark://127.0.0.1:7077",
+    )
+    parser.add_argument(
+        "--submit-conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a spark-submit conf for --submit; repeatable",
+    )
+    args = parser.parse_args(argv)
+    runs = Runs()
+    if args.submit:
+        confs = [f"--conf={conf}" for conf in args.submit_conf]
+        runs = Runs(
+            (str(SUBMIT), f"--master={args.submit}", f"--connector={args.connector}", *confs)
+        )
+    work = (args.dir or Path(tempfile.mkdtemp(prefix="upgrade-demo-"))).resolve()
+    work.mkdir(parents=True, exist_ok=True)
+    if any(work.iterdir()):
+        parser.error(f"{work} is not empty: give a new or empty --dir")
+    try:
+        with kafka.start_kafka_backend() as backend:
+            say(f"Kafka: {backend.description}")
+            outcome = demo(work, backend.bootstrap_servers, args.connector, runs)
+        say(f"\nSettings, checkpoints, output and ledger are in {work}")
+        return outcome
+    except StepFailedError as error:
+        print(f"\ndemo: {error}", file=sys.stderr)
+        return 2
+    except kafka.KafkaBackendError as error:
+        print(f"demo: no Kafka to run on: {error}", file=sys.stderr)
+        return 2
+
+
+def demo(work: Path, bootstrap: str, connector: str, runs: Runs) -> int:
+    topic = f"demo-page-views-{uuid.uuid4().hex[:8]}"
+    kafka_settings = {"bootstrap_servers": bootstrap, "topic": topic, "connector": connector}
+    version_1 = write_settings(work, "version-1.toml", kafka_settings, users=False)
+    version_2 = write_settings(work, "version-2.toml", kafka_settings, users=True)
+    times = [BASE_MS + i * EVENT_EVERY_MS for i in range(FIRST_EVENTS + MORE_EVENTS)]
+    events = pipelines.page_views(ARTICLES, times, partitions=PARTITIONS)
+
+    heading(
+        "0. A topic with 40 minutes of page views",
+        f"{FIRST_EVENTS} events from {iso(times[0])}, one every 20 s, over {PARTITIONS} "
+        f"partitions, and {len(MALFORMED)} malformed records. Settings: {version_1}",
+    )
+    kafka.create_topic(bootstrap, topic, PARTITIONS)
+    kafka.produce(bootstrap, topic, events[:FIRST_EVENTS])
+    kafka.produce(
+        bootstrap,
+        topic,
+        [kafka.Record(i % PARTITIONS, None, value, BASE_MS) for i, value in enumerate(MALFORMED)],
+    )
+    print(version_1.read_text())
+
+    heading(
+        "1. Version 1 runs",
+        "Each batch's watermark is the one it ran with. A window is written once its end is "
+        "at or before the watermark, so windows up to 10:30 reach the output and 10:30-10:40 "
+        "stays open, in the checkpoint's state only.",
+    )
+    runs.run(version_1, "--available-now")
+    cli(version_1, "checkpoint", "show")
+
+    heading(
+        "2. Version 2 adds a metric",
+        "users = approx_count_distinct(user_id) changes the state's schema. Spark cannot "
+        "carry that on the old checkpoint, so `run` refuses, with the advice.",
+    )
+    print(f"$ diff {version_1.name} {version_2.name}")
+    print('< views = "count(*)"\n---\n> views = "count(*)"')
+    print('> users = "approx_count_distinct(user_id)"')
+    runs.run(version_2, "--available-now", expect=3)
+
+    heading(
+        "3. Plan the upgrade, and write the plan down for review",
+        "Restarting at the last batch's end offsets would lose the open window; restarting "
+        "at earliest would write every window twice. The plan restarts each partition at its "
+        "first record that can still fall in an open window. `--out` writes it to a file that "
+        "a reviewer reads (`upgrade show`) before anything changes.",
+    )
+    plan_file = work / "upgrade-plan.json"
+    cli(version_2, "upgrade", "plan", "--out", plan_file.name)
+
+    heading(
+        "4. Apply exactly the reviewed plan",
+        "`apply` first checks that nothing the plan rests on moved (the last committed batch, "
+        "the settings, the partitions, the offsets Kafka still holds), then retires generation "
+        "1, never deleting it. Generation 2 gets its own checkpoint and output directories: a "
+        "new checkpoint in the old sink directory would be skipped.",
+    )
+    cli(version_2, "upgrade", "apply", plan_file.name)
+
+    heading(
+        "5. More events arrive; generation 2 starts from the plan",
+        f"{MORE_EVENTS} events from {iso(times[FIRST_EVENTS])} on. The replay drops every "
+        "window that ends at or before W: generation 1 wrote those.",
+    )
+    kafka.produce(bootstrap, topic, events[FIRST_EVENTS:])
+    runs.run(version_2, "--available-now")
+
+    heading(
+        "6. Both generations, read through their own _spark_metadata",
+        "Version 1's rows have no users column: it did not compute one.",
+    )
+    cli(version_2, "output", "show", "--limit", "12")
+    return check(version_2, times)
+
+
+def check(settings: Path, times: Sequence[int]) -> int:
+    """Generation 1 + generation 2 against a count of every event, window by window."""
+    shown = json.loads(cli(settings, "output", "show", "--json", "--limit", "1000000", quiet=True))
+    state = json.loads(cli(settings, "checkpoint", "show", "--json", quiet=True))
+    watermark = int(state["last_committed"]["batch_watermark_ms"])
+    written: Counter[tuple[int, str]] = Counter()
+    by_generation: dict[tuple[int, str], list[int]] = {}
+    for row in shown["rows"]:
+        key = (epoch_ms(row["window_start"]), str(row["article_id"]))
+        written[key] += int(row["views"])
+        by_generation.setdefault(key, []).append(int(row["generation"]))
+    expected: Counter[tuple[int, str]] = Counter()
+    for i, time_ms in enumerate(times):
+        start = time_ms - time_ms % WINDOW_MS
+        if start + WINDOW_MS <= watermark:
+            expected[(start, ARTICLES[i % len(ARTICLES)])] += 1
+    twice = sorted(key for key, generations in by_generation.items() if len(generations) > 1)
+    # The window open at the upgrade ends at 10:40: a generation 2 that never got past it
+    # would leave nothing to check.
+    reopened_end = BASE_MS + FIRST_EVENTS * EVENT_EVERY_MS
+    if watermark < reopened_end:
+        print(f"  FAILED: generation 2 stopped at {iso(watermark)}, before {iso(reopened_end)}")
+        return 1
+    heading("Check", f"every window ending at or before {iso(watermark)}, counted from the events")
+    print(f"  windows written by generation 1: {_count(by_generation, 1)}")
+    print(f"  windows written by generation 2: {_count(by_generation, 2)}")
+    print(f"  windows written twice:           {len(twice)}")
+    print(f"  events counted:                  {sum(written.values())} of {sum(expected.values())}")
+    if written == expected and not twice:
+        print("  OK: no event lost, no window written twice.")
+        return 0
+    missing = sorted((expected - written).items())[:5]
+    extra = sorted((written - expected).items())[:5]
+    print(f"  FAILED: missing {missing}, extra {extra}, twice {twice[:5]}")
+    return 1
+
+
+def _count(by_generation: dict[tuple[int, str], list[int]], generation: int) -> int:
+    return sum(1 for generations in by_generation.values() if generation in generations)
+
+
+def write_settings(work: Path, name: str, source: dict[str, str], *, users: bool) -> Path:
+    """A settings file for one version; only [aggregation.metrics] differs between them."""
+    topic = source["topic"]
+    ledger = dict(override.split("=", 1) for override in pipelines.ledger_overrides(work))
+    metrics = 'views = "count(*)"\n' + ('users = "approx_count_distinct(user_id)"\n' * users)
+    path = work / name
+    path.write_text(
+        f"""[pipeline]
+name = {json.dumps(topic)}
+root = {json.dumps(str(work / "data"))}
+state_partitions = 2
+
+[kafka]
+bootstrap_servers = {json.dumps(source["bootstrap_servers"])}
+topics = [{json.dumps(topic)}]
+connector = {json.dumps(source["connector"])}
+starting_offsets = "earliest"
+max_offsets_per_trigger = {RATE_LIMIT}
+
+[window]
+duration = "10 minutes"
+slide = ""
+watermark_delay = "5 minutes"
+
+[aggregation]
+keys = ["article_id"]
+
+[aggregation.metrics]
+{metrics}
+[ledger]
+store = {json.dumps(ledger["ledger.store"])}
+location = {json.dumps(ledger["ledger.location"])}
+"""
+    )
+    return path
+
+
+def cli(
+    settings: Path,
+    *args: str,
+    expect: int = 0,
+    quiet: bool = False,
+    launcher: Sequence[str] = (),
+) -> str:
+    """Run the pipeline's CLI with these settings, echo it like a shell, return its stdout.
+
+    With a ``launcher`` (deploy/submit.sh and its options), through it instead.
+    """
+    shown = " ".join(shlex.quote(arg) for arg in args)
+    command = [sys.executable, "-m", PACKAGE, "--config", str(settings), *args]
+    echoed = f"{PACKAGE} --config {settings.name} {shown}"
+    if launcher:
+        command = [*launcher, "--", "--config", str(settings), *args]
+        options = " ".join(shlex.quote(arg) for arg in launcher[1:])
+        echoed = f"deploy/submit.sh {options} -- --config {settings.name} {shown}"
+    if not quiet:
+        print(f"$ {echoed}", flush=True)
+    started = time.monotonic()
+    lines: list[str] = []
+    # stderr to a file: Spark can write more to it than a pipe holds while stdout is read.
+    with (
+        tempfile.TemporaryFile("w+") as stderr,
+        subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=stderr, text=True, cwd=settings.parent
+        ) as process,
+    ):
+        assert process.stdout is not None
+        for line in process.stdout:
+            lines.append(line)
+            if not quiet:
+                print(line, end="", flush=True)
+        process.wait()
+        stderr.seek(0)
+        errors = stderr.read()
+    code = process.returncode
+    # Spark's own warnings go to stderr; the command's error line is the one it names.
+    mine = [line for line in errors.splitlines() if line.startswith(f"{PACKAGE}: ")]
+    if not quiet:
+        for line in mine:
+            print(line)
+        print(f"  (exit {code}, {time.monotonic() - started:.0f} s)\n", flush=True)
+    if code != expect:
+        raise StepFailedError(
+            f"`{PACKAGE} {shown}` exited with {code}, expected {expect}:\n"
+            + "\n".join(mine or errors.splitlines()[-20:])
+        )
+    return "".join(lines)
+
+
+def heading(title: str, text: str) -> None:
+    print(f"\n== {title}\n{text}\n", flush=True)
+
+
+def say(text: str) -> None:
+    print(text, flush=True)
+
+
+def iso(epoch: int) -> str:
+    return datetime.fromtimestamp(epoch / 1000, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def epoch_ms(text: str) -> int:
+    return round(datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp() * 1000)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

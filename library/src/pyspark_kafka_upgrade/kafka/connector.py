@@ -1,0 +1,86 @@
+"""The Kafka stream a job reads, from either connector, with the same options and schema.
+
+The pip-only source (``pykafka``) takes the built-in JVM connector's option names and
+meanings, so the settings map onto one set of options and the rest of the job cannot
+tell which connector read the records. Neither connector commits offsets to Kafka:
+progress lives in the checkpoint.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame, SparkSession
+
+from pyspark_kafka_upgrade.errors import ConfigError
+from pyspark_kafka_upgrade.kafka.options import (
+    BOOTSTRAP_SERVERS,
+    FAIL_ON_DATA_LOSS,
+    INITIAL_OFFSETS_LOCATION,
+    KAFKA_PREFIX,
+    MAX_OFFSETS_PER_TRIGGER,
+    STARTING_OFFSETS,
+    SUBSCRIBE,
+)
+from pyspark_kafka_upgrade.settings import KafkaSettings
+from pyspark_kafka_upgrade.values.catalog import SOURCE_FORMATS, Connector
+
+
+def read_kafka_stream(
+    spark: SparkSession,
+    kafka: KafkaSettings,
+    *,
+    starting_offsets: str | None = None,
+    initial_offsets_location: str | None = None,
+) -> DataFrame:
+    """The streaming DataFrame of ``kafka.topics``, read by the configured connector.
+
+    ``starting_offsets`` replaces the settings' value (an upgrade passes exact JSON
+    offsets). ``initial_offsets_location`` is where the Python source keeps the offsets it
+    resolved first, so a restart before the first commit cannot skip records; the built-in
+    source keeps them in its checkpoint and ignores it.
+    """
+    if kafka.connector == "python":
+        # Imported here: the module pulls in confluent-kafka, which builtin jobs never need.
+        from pyspark_kafka_upgrade.kafka.pykafka import PyKafkaDataSource
+
+        # Registering again replaces the registration with the same class: harmless.
+        spark.dataSource.register(PyKafkaDataSource)
+    options = kafka_read_options(
+        kafka,
+        starting_offsets=starting_offsets,
+        initial_offsets_location=initial_offsets_location,
+    )
+    return spark.readStream.format(source_format(kafka.connector)).options(**options).load()
+
+
+def source_format(connector: Connector) -> str:
+    return SOURCE_FORMATS[connector]
+
+
+def kafka_read_options(
+    kafka: KafkaSettings,
+    *,
+    starting_offsets: str | None = None,
+    initial_offsets_location: str | None = None,
+) -> dict[str, str]:
+    """The reader options for ``kafka``: the built-in connector's names, for both connectors."""
+    options = {
+        BOOTSTRAP_SERVERS: kafka.bootstrap_servers,
+        SUBSCRIBE: ",".join(kafka.topics),
+        STARTING_OFFSETS: kafka.starting_offsets if starting_offsets is None else starting_offsets,
+        FAIL_ON_DATA_LOSS: "true" if kafka.fail_on_data_loss else "false",
+    }
+    if kafka.max_offsets_per_trigger > 0:
+        options[MAX_OFFSETS_PER_TRIGGER] = str(kafka.max_offsets_per_trigger)
+    for key, value in kafka.options.items():
+        # Accept the key with or without the prefix rather than pass "kafka.kafka.x", which
+        # the client would ignore with no more than a warning.
+        name = KAFKA_PREFIX + key.removeprefix(KAFKA_PREFIX)
+        if name == BOOTSTRAP_SERVERS:
+            raise ConfigError(
+                f"kafka.options sets {key!r}, which would override kafka.bootstrap_servers; "
+                "set kafka.bootstrap_servers instead"
+            )
+        options[name] = value
+    if initial_offsets_location is not None and kafka.connector == "python":
+        options[INITIAL_OFFSETS_LOCATION] = initial_offsets_location
+    return options

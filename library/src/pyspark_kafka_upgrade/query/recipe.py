@@ -1,0 +1,28 @@
+"""How a generation's frames are built: the settings and the plan read once, for the steps.
+
+The project's query module receives a :class:`Recipe` and passes it to the library's steps
+(``spark.steps``), so the steps read nothing themselves: the same recipe gives the same
+frames, in a run, a test or a benchmark.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pyspark_kafka_upgrade.model.replay_filter import ReplayFilter
+from pyspark_kafka_upgrade.query.columns import TimeSource
+from pyspark_kafka_upgrade.values.project import EventField
+from pyspark_kafka_upgrade.values.validation import MetricSpec, WindowSpec
+
+
+@dataclass(frozen=True, slots=True)
+class Recipe:
+    events: tuple[EventField, ...]
+    time_source: TimeSource
+    time_field: str
+    max_value_bytes: int
+    window: WindowSpec
+    keys: tuple[str, ...]
+    metrics: tuple[MetricSpec, ...]
+    # What a generation started from a plan leaves out; none otherwise.
+    replay: ReplayFilter = field(default_factory=ReplayFilter)

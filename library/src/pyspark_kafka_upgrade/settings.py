@@ -1,0 +1,432 @@
+"""Typed settings, layered from the package's defaults, a TOML file, the environment and flags.
+
+Later layers win: the project's ``defaults.toml`` (shipped in its package, written from the
+template answers) < the config file < environment variables < ``--set section.key=value``.
+Every value remembers where it came from, so an error names the exact place to fix.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import tomllib
+import typing
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pyspark_kafka_upgrade.errors import ConfigError
+from pyspark_kafka_upgrade.values.catalog import Connector, SinkFormat, StoreName
+from pyspark_kafka_upgrade.values.project import Project
+from pyspark_kafka_upgrade.values.redaction import redact_value
+from pyspark_kafka_upgrade.values.validation import (
+    InvalidValueError,
+    MetricSpec,
+    WindowSpec,
+    check_identifier,
+    check_kafka_topic,
+    parse_metric,
+    window_spec,
+)
+
+DEFAULT_CONFIG_FILE = Path("pipeline.toml")
+
+
+@dataclass(frozen=True, slots=True)
+class PipelineSettings:
+    name: str
+    # Every generation's checkpoint, output and quarantine live below this root.
+    root: str
+    # Partitions of the windowed state (spark.sql.shuffle.partitions). A checkpoint keeps
+    # the number it started with; a new value takes effect in the next generation.
+    state_partitions: int = 8
+    # Allow root and ledger on this machine's disk with a cluster master: only when every
+    # machine mounts the same path (see spark.cluster_storage).
+    local_storage_on_cluster: bool = False
+
+    def __post_init__(self) -> None:
+        _require_text("name", self.name)
+        _require_text("root", self.root)
+        if self.state_partitions < 1:
+            raise InvalidValueError("must be a positive number", field="state_partitions")
+
+
+@dataclass(frozen=True, slots=True)
+class KafkaSettings:
+    bootstrap_servers: str
+    topics: tuple[str, ...]
+    connector: Connector  # see source.connectors
+    starting_offsets: str = "earliest"
+    # 0 leaves batches unbounded, as the built-in connector does without the option.
+    max_offsets_per_trigger: int = 0
+    fail_on_data_loss: bool = True
+    # Passed to the Kafka client with a "kafka." prefix (security.protocol, sasl.*, ssl.*).
+    options: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        _require_text("bootstrap_servers", self.bootstrap_servers)
+        if not self.topics:
+            raise InvalidValueError("at least one topic is required", field="topics")
+        for topic in self.topics:
+            try:
+                check_kafka_topic(topic)
+            except InvalidValueError as error:
+                raise InvalidValueError(str(error), field="topics") from None
+        if self.max_offsets_per_trigger < 0:
+            raise InvalidValueError(
+                "must be 0 (no limit) or a positive number of records",
+                field="max_offsets_per_trigger",
+            )
+
+
+@dataclass(frozen=True, slots=True)
+class WindowSettings:
+    duration: str
+    watermark_delay: str
+    # Empty means tumbling windows.
+    slide: str = ""
+
+    def __post_init__(self) -> None:
+        # The three values are only valid together (a slide may not exceed the window).
+        window_spec(self.duration, self.slide, self.watermark_delay)
+
+    @property
+    def spec(self) -> WindowSpec:
+        return window_spec(self.duration, self.slide, self.watermark_delay)
+
+
+@dataclass(frozen=True, slots=True)
+class EventsSettings:
+    # "payload": the event time is the JSON field `time_field`; "kafka": the record's
+    # Kafka timestamp (CreateTime or LogAppendTime, as the topic is configured).
+    time_source: Literal["payload", "kafka"] = "payload"
+    time_field: str = "event_time"
+    # Larger values are quarantined unparsed: one huge value must not stall a batch.
+    max_value_bytes: int = 262_144
+
+    def __post_init__(self) -> None:
+        if self.max_value_bytes <= 0:
+            raise InvalidValueError("must be a positive number of bytes", field="max_value_bytes")
+        try:
+            check_identifier(self.time_field, "time_field")
+        except InvalidValueError as error:
+            raise InvalidValueError(str(error), field="time_field") from None
+
+
+@dataclass(frozen=True, slots=True)
+class AggregationSettings:
+    # Columns of the events to group by, besides the window.
+    keys: tuple[str, ...]
+    # Output column name -> "function(column)"; see validation.METRIC_FUNCTIONS.
+    metrics: Mapping[str, str]
+
+    def __post_init__(self) -> None:
+        for key in self.keys:
+            try:
+                check_identifier(key, "grouping key")
+            except InvalidValueError as error:
+                raise InvalidValueError(str(error), field="keys") from None
+        if not self.metrics:
+            raise InvalidValueError("at least one metric is required", field="metrics")
+        try:
+            specs = self.metric_specs
+        except InvalidValueError as error:
+            raise InvalidValueError(str(error), field="metrics") from None
+        clashes = sorted({spec.name for spec in specs} & {*self.keys, "window"})
+        if clashes:
+            raise InvalidValueError(
+                f"metric names {clashes} clash with the window or a grouping key",
+                field="metrics",
+            )
+
+    @property
+    def metric_specs(self) -> tuple[MetricSpec, ...]:
+        return tuple(parse_metric(name, text) for name, text in self.metrics.items())
+
+
+@dataclass(frozen=True, slots=True)
+class SinkSettings:
+    format: SinkFormat
+    trigger_interval: str = "10 seconds"
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerSettings:
+    store: StoreName  # see ledger.registry
+    # A file path for sqlite, a DSN for postgres, a directory URI for filesystem.
+    location: str
+
+    def __post_init__(self) -> None:
+        _require_text("location", self.location)
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    pipeline: PipelineSettings
+    kafka: KafkaSettings
+    window: WindowSettings
+    events: EventsSettings
+    aggregation: AggregationSettings
+    sink: SinkSettings
+    ledger: LedgerSettings
+    # The project's code-side declarations (events, query, command): not a section of any
+    # file, and carried here so that whatever holds the settings holds the whole job.
+    project: Project = field(compare=False, repr=False)
+
+
+SECTIONS: dict[str, type[Any]] = {
+    f.name: typing.get_type_hints(Settings)[f.name]
+    for f in dataclasses.fields(Settings)
+    if f.name != "project"
+}
+
+
+@dataclass(frozen=True, slots=True)
+class SourcedValue:
+    value: object
+    source: str
+
+
+Layer = dict[str, dict[str, SourcedValue]]
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedSettings:
+    settings: Settings
+    sources: Mapping[str, str]
+    config_file: Path | None
+
+    def describe(self) -> list[tuple[str, str, str]]:
+        """(key, redacted value as JSON, source) for every setting, in declaration order."""
+        return [
+            (f"{section}.{name}", json.dumps(value), self.sources[f"{section}.{name}"])
+            for section, name, value in self._redacted()
+        ]
+
+    def as_dict(self) -> dict[str, dict[str, object]]:
+        document: dict[str, dict[str, object]] = {section: {} for section in SECTIONS}
+        for section, name, value in self._redacted():
+            document[section][name] = value
+        return document
+
+    def _redacted(self) -> Iterator[tuple[str, str, object]]:
+        """(section, name, plain redacted value) for every setting, in declaration order."""
+        for section_name in SECTIONS:
+            section = getattr(self.settings, section_name)
+            for f in dataclasses.fields(section):
+                value = _plain(getattr(section, f.name))
+                yield section_name, f.name, redact_value(f"{section_name}.{f.name}", value)
+
+
+def load_settings(
+    project: Project,
+    config_file: Path | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+    overrides: Sequence[str] = (),
+) -> LoadedSettings:
+    """Load and validate settings; raise :class:`ConfigError` with one actionable line."""
+    env = os.environ if env is None else env
+    layer: Layer = {}
+    _merge(layer, _layer_from_document(_defaults(project), source="package defaults"))
+    chosen_file = _choose_config_file(config_file, env, project.config_env_var)
+    if chosen_file is not None:
+        _merge(layer, _read_toml(chosen_file, source=str(chosen_file)))
+    _merge(layer, _read_env(env, project))
+    _merge(layer, _read_overrides(overrides))
+    settings, sources = _build(layer, project)
+    return LoadedSettings(settings=settings, sources=sources, config_file=chosen_file)
+
+
+def _choose_config_file(
+    explicit: Path | None, env: Mapping[str, str], config_env_var: str
+) -> Path | None:
+    if explicit is not None:
+        if not explicit.is_file():
+            problem = "is not a file" if explicit.exists() else "does not exist"
+            raise ConfigError(f"config file {explicit} {problem}")
+        return explicit
+    if env.get(config_env_var):
+        from_env = Path(env[config_env_var])
+        if not from_env.is_file():
+            raise ConfigError(f"config file {from_env} (from {config_env_var}) does not exist")
+        return from_env
+    return DEFAULT_CONFIG_FILE if DEFAULT_CONFIG_FILE.is_file() else None
+
+
+def _defaults(project: Project) -> dict[str, object]:
+    try:
+        return tomllib.loads(project.defaults)
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(
+            f"the package defaults of {project.command} are not valid TOML: {error}"
+        ) from None
+
+
+def _read_toml(path: Path, *, source: str) -> Layer:
+    try:
+        document = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"config file {path} is not valid TOML: {error}") from None
+    except OSError as error:
+        raise ConfigError(f"config file {path} cannot be read: {error.strerror}") from None
+    return _layer_from_document(document, source=source)
+
+
+def _layer_from_document(document: Mapping[str, object], *, source: str) -> Layer:
+    layer: Layer = {}
+    for section_name, table in document.items():
+        if section_name not in SECTIONS:
+            raise ConfigError(
+                f"unknown section [{section_name}] in {source}; known: {', '.join(SECTIONS)}"
+            )
+        if not isinstance(table, dict):
+            raise ConfigError(f"{section_name} in {source} must be a table")
+        for key, value in table.items():
+            _check_known(section_name, key, source)
+            layer.setdefault(section_name, {})[key] = SourcedValue(value, source)
+    return layer
+
+
+def _read_env(env: Mapping[str, str], project: Project) -> Layer:
+    layer: Layer = {}
+    prefix = project.env_prefix
+    for name, value in env.items():
+        if not name.startswith(prefix) or name == project.config_env_var:
+            continue
+        section_name, separator, key = name[len(prefix) :].lower().partition("__")
+        if not separator:
+            continue  # another tool's variable that happens to share the prefix
+        if section_name not in SECTIONS:
+            raise ConfigError(
+                f"environment variable {name}: unknown section {section_name!r}; "
+                f"known: {', '.join(SECTIONS)}"
+            )
+        _check_known(section_name, key, f"environment variable {name}")
+        layer.setdefault(section_name, {})[key] = SourcedValue(value, f"env {name}")
+    return layer
+
+
+def _read_overrides(overrides: Sequence[str]) -> Layer:
+    layer: Layer = {}
+    for item in overrides:
+        dotted, separator, value = item.partition("=")
+        section_name, _, key = dotted.strip().partition(".")
+        if not separator or not key:
+            raise ConfigError(f"--set {item!r}: expected section.key=value, e.g. kafka.topics=a,b")
+        if section_name not in SECTIONS:
+            raise ConfigError(f"--set {item!r}: unknown section {section_name!r}")
+        if section_name == "kafka" and key.startswith("options."):
+            current = layer.setdefault("kafka", {}).get("options")
+            options = dict(current.value) if current and isinstance(current.value, dict) else {}
+            options[key.removeprefix("options.")] = value
+            layer["kafka"]["options"] = SourcedValue(options, "--set")
+            continue
+        _check_known(section_name, key, "--set")
+        layer.setdefault(section_name, {})[key] = SourcedValue(value, "--set")
+    return layer
+
+
+def _check_known(section_name: str, key: str, source: str) -> None:
+    known = [f.name for f in dataclasses.fields(SECTIONS[section_name])]
+    if key not in known:
+        raise ConfigError(
+            f"unknown setting {section_name}.{key} in {source}; "
+            f"known in [{section_name}]: {', '.join(known)}"
+        )
+
+
+def _merge(into: Layer, layer: Layer) -> None:
+    for section_name, values in layer.items():
+        into.setdefault(section_name, {}).update(values)
+
+
+def _build(layer: Layer, project: Project) -> tuple[Settings, dict[str, str]]:
+    sections: dict[str, object] = {}
+    sources: dict[str, str] = {}
+    for section_name, section_type in SECTIONS.items():
+        values = layer.get(section_name, {})
+        hints = typing.get_type_hints(section_type)
+        kwargs: dict[str, object] = {}
+        for f in dataclasses.fields(section_type):
+            key = f"{section_name}.{f.name}"
+            if f.name in values:
+                raw = values[f.name]
+                kwargs[f.name] = _coerce(raw.value, hints[f.name], key, raw.source)
+                sources[key] = raw.source
+            elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+                raise ConfigError(f"{key} is required; set it in the config file or with --set")
+            else:
+                sources[key] = "built-in default"
+        try:
+            sections[section_name] = section_type(**kwargs)
+        except InvalidValueError as error:
+            raise ConfigError(_blame(section_name, values, error)) from None
+    return Settings(**sections, project=project), sources  # type: ignore[arg-type]
+
+
+def _blame(section_name: str, values: Mapping[str, SourcedValue], error: InvalidValueError) -> str:
+    """Name the setting a validation error is about, with its value and where it was set."""
+    key = f"{section_name}.{error.field}"
+    raw = values.get(error.field or "")
+    if raw is None:
+        return f"{key} (built-in default): {error}"
+    return f"{key} = {raw.value!r} (from {raw.source}): {error}"
+
+
+def _coerce(value: object, hint: object, key: str, source: str) -> object:
+    def bad(rule: str) -> ConfigError:
+        return ConfigError(f"{key} = {value!r} (from {source}): {rule}")
+
+    origin = typing.get_origin(hint)
+    if origin is Literal:
+        allowed = typing.get_args(hint)
+        if value not in allowed:
+            raise bad(f"must be one of {', '.join(map(str, allowed))}")
+        return value
+    if hint is bool:
+        if isinstance(value, bool):
+            return value
+        lowered = str(value).strip().lower()
+        if lowered in {"true", "1", "yes", "on"}:
+            return True
+        if lowered in {"false", "0", "no", "off"}:
+            return False
+        raise bad("must be true or false")
+    if hint is int:
+        if isinstance(value, bool):
+            raise bad("must be a whole number")
+        try:
+            return int(str(value).strip())
+        except ValueError:
+            raise bad("must be a whole number") from None
+    if origin is tuple:
+        items = value if isinstance(value, list) else str(value).split(",")
+        return tuple(str(item).strip() for item in items if str(item).strip())
+    if origin in {Mapping, dict} or hint is Mapping:
+        if isinstance(value, str):
+            try:
+                value = json.loads(value)
+            except json.JSONDecodeError:
+                raise bad('must be a JSON object, e.g. {"security.protocol": "SSL"}') from None
+        if not isinstance(value, dict):
+            raise bad("must be a table of strings")
+        return {str(k): str(v) for k, v in value.items()}
+    if isinstance(value, (dict, list)):
+        raise bad("must be a single value")
+    return str(value)
+
+
+def _plain(value: object) -> object:
+    if isinstance(value, tuple):
+        return list(value)
+    if isinstance(value, Mapping):
+        return dict(value)
+    return value
+
+
+def _require_text(name: str, value: str) -> None:
+    if not value.strip():
+        raise InvalidValueError("must not be empty", field=name)

@@ -1,0 +1,1 @@
+"""The pytest plugin (to come)."""

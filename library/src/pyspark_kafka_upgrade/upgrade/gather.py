@@ -1,0 +1,179 @@
+"""Read everything an upgrade decision depends on, once, into ``facts.UpgradeFacts``.
+
+The ledger (the old generation's records), the old checkpoints and sink log (through
+``storage``, no JVM), the brokers (partitions and offsets, one confluent-kafka client), and
+the signature the current code and settings build (``app.signature``, no JVM). Nothing here
+decides anything; ``decide`` and ``staleness`` do, on what this returns.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+from typing import Protocol
+
+from pyspark_kafka_upgrade.checkpoint.reader import CheckpointState, read_checkpoint
+from pyspark_kafka_upgrade.formats.errors import CheckpointError
+from pyspark_kafka_upgrade.generation.signature import derive_signature
+from pyspark_kafka_upgrade.kafka.connector import kafka_read_options
+from pyspark_kafka_upgrade.kafka.initial_offsets import load_initial_offsets
+from pyspark_kafka_upgrade.kafka.kafka_metadata import KafkaMetadata
+from pyspark_kafka_upgrade.kafka.options import SourceOptions, parse_options
+from pyspark_kafka_upgrade.model.facts import BrokerFacts, UpgradeFacts
+from pyspark_kafka_upgrade.model.history import (
+    BatchFacts,
+    CheckpointBatch,
+    CheckpointFacts,
+    FlatOffsets,
+    flat_offsets,
+)
+from pyspark_kafka_upgrade.model.ledger import BatchRecord, GenerationRecord
+from pyspark_kafka_upgrade.model.plan import UpgradePlan
+from pyspark_kafka_upgrade.model.store import OffsetStore
+from pyspark_kafka_upgrade.query.event_parser import parser_digest
+from pyspark_kafka_upgrade.settings import Settings
+from pyspark_kafka_upgrade.sink.log import read_sink_log
+from pyspark_kafka_upgrade.storage.filesystem import absolute_uri
+from pyspark_kafka_upgrade.values.clock import now_ms
+from pyspark_kafka_upgrade.values.layout import GenerationLayout
+from pyspark_kafka_upgrade.values.offsets import PartitionKey, flatten, parse_offsets
+
+
+class Broker(Protocol):
+    """The three questions an upgrade asks the brokers; ``KafkaMetadata`` answers them."""
+
+    def partitions(self, topics: Iterable[str], pattern: str | None) -> list[PartitionKey]: ...
+
+    def earliest(self, partitions: Iterable[PartitionKey]) -> dict[PartitionKey, int]: ...
+
+    def latest(self, partitions: Iterable[PartitionKey]) -> dict[PartitionKey, int]: ...
+
+    def close(self) -> None: ...
+
+
+def source_options(settings: Settings) -> SourceOptions:
+    """The Kafka client settings both connectors read with, in the pykafka source's form."""
+    return parse_options(kafka_read_options(settings.kafka))
+
+
+def open_broker(settings: Settings) -> Broker:
+    options = source_options(settings)
+    return KafkaMetadata(
+        options.client_config,
+        f"{options.group_id_prefix}-planner-{uuid.uuid4().hex}",
+        options.poll_timeout_ms / 1000,
+    )
+
+
+def _batch_facts(batch: BatchRecord) -> BatchFacts:
+    return BatchFacts(
+        batch_id=batch.batch_id,
+        start_offsets=None if batch.start_offsets is None else flat_offsets(batch.start_offsets),
+        end_offsets=flat_offsets(batch.end_offsets),
+        watermark_ms=batch.batch_watermark_ms,
+        min_event_time_ms=batch.min_event_time_ms,
+        max_event_time_ms=batch.max_event_time_ms,
+    )
+
+
+def next_generation(store: OffsetStore, pipeline: str) -> int:
+    """A number no generation of ``pipeline`` ever had: directories are never reused."""
+    return max((g.generation for g in store.generations(pipeline)), default=0) + 1
+
+
+def gather(
+    settings: Settings,
+    store: OffsetStore,
+    old: GenerationRecord,
+    *,
+    latest: bool,
+    next_number: int | None = None,
+    broker: Broker | None = None,
+) -> UpgradeFacts:
+    """The facts of an upgrade from ``old``; ``latest`` also asks where each partition ends
+    now (for the late-record count). ``next_number`` overrides the next free generation
+    number, for an apply that resumes the one it recorded already."""
+    root = absolute_uri(settings.pipeline.root)
+    layout = GenerationLayout(root, old.generation)
+    state = read_checkpoint(layout.checkpoint)
+    checkpoint = checkpoint_facts(state)
+    ledger = tuple(map(_batch_facts, store.batches(old.pipeline, old.generation)))
+    stored = load_initial_offsets(layout.initial_offsets)
+    initial = None if stored is None else flatten(stored)
+    number = next_number or next_generation(store, old.pipeline)
+    known = {key for batch in checkpoint.batches for key in batch.end_offsets}
+    known |= {key for batch in ledger for key in batch.end_offsets}
+    broker_facts = _ask_broker(settings, broker, known | set(initial or {}), latest=latest)
+    return UpgradeFacts(
+        pipeline=old.pipeline,
+        root=root,
+        old_generation=old.generation,
+        old_signature=old.signature,
+        old_plan=None if old.plan is None else UpgradePlan.from_json(old.plan),
+        next_generation=number,
+        signature=derive_signature(settings, layout),
+        checkpoint=checkpoint,
+        sink_last_batch=read_sink_log(layout.output).last_batch_id,
+        ledger=ledger,
+        gap_batch_ids=tuple(
+            gap.batch_id
+            for gap in store.gaps(old.pipeline, old.generation)
+            if gap.batch_id is not None
+        ),
+        stored_initial_offsets=initial,
+        quarantine_offsets=_quarantine_offsets(layout),
+        new_partition_position=-1 if settings.kafka.starting_offsets.strip() == "latest" else -2,
+        parser_digest=parser_digest(
+            settings.project.events,
+            time_source=settings.events.time_source,
+            time_field=settings.events.time_field,
+            max_value_bytes=settings.events.max_value_bytes,
+        ),
+        broker=broker_facts,
+        now_ms=now_ms(),
+    )
+
+
+def _ask_broker(
+    settings: Settings, broker: Broker | None, known: set[PartitionKey], *, latest: bool
+) -> BrokerFacts:
+    client = broker or open_broker(settings)
+    try:
+        subscribed = tuple(client.partitions(settings.kafka.topics, None))
+        earliest = client.earliest(known | set(subscribed))
+        ends = client.latest(subscribed) if latest else {}
+    finally:
+        if broker is None:
+            client.close()
+    return BrokerFacts(subscribed=subscribed, earliest=earliest, latest=ends)
+
+
+def checkpoint_facts(state: CheckpointState) -> CheckpointFacts:
+    """The committed batches' retained offsets/N files, as the planner reads them."""
+    batches = []
+    for batch_id, entry in state.offsets.items():
+        offsets = entry.kafka_offsets
+        if batch_id in state.commits and offsets is not None:
+            batches.append(
+                CheckpointBatch(
+                    batch_id=batch_id,
+                    end_offsets=flatten(parse_offsets(offsets)),
+                    watermark_ms=entry.batch_watermark_ms,
+                )
+            )
+    return CheckpointFacts(
+        last_committed_batch=state.last_committed_batch,
+        batches=tuple(batches),
+        next_watermark_ms=state.next_watermark_ms,
+    )
+
+
+def _quarantine_offsets(layout: GenerationLayout) -> FlatOffsets | None:
+    """Where the old quarantine query stopped: the new one goes on from there, exactly."""
+    try:
+        last = read_checkpoint(layout.quarantine_checkpoint).last_committed
+    except CheckpointError:
+        return None
+    if last is None or last.kafka_offsets is None:
+        return None
+    return flatten(parse_offsets(last.kafka_offsets))

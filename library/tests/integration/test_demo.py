@@ -1,0 +1,73 @@
+"""`make demo` works as README says: it upgrades without loss and checks that it did."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import pyspark_kafka_upgrade.testing.kafka_backends as kafka
+import pyspark_kafka_upgrade.testing.spark
+from pyspark_kafka_upgrade.example.pipeline import PROJECT
+
+DEMO = Path(__file__).resolve().parents[2] / "demo" / "upgrade_demo.py"
+
+
+@pytest.mark.integration
+# The connector the session tests (KAFKA_CONNECTOR): CI runs the suite once per connector,
+# so the demo is played on each without running twice in one suite.
+@pytest.mark.parametrize(
+    "connector", [pyspark_kafka_upgrade.testing.spark.connector_under_test(PROJECT)]
+)
+def test_the_demo_upgrades_without_loss_and_says_so(
+    request: pytest.FixtureRequest, tmp_path: Path, connector: str
+) -> None:
+    if connector == "builtin":
+        pyspark_kafka_upgrade.testing.spark.skip_unless_builtin_jars_can_be_had()
+    # Requested only now, so that a skipped run starts no broker.
+    backend: kafka.KafkaBackend = request.getfixturevalue("kafka_backend")
+    work = tmp_path / "demo"
+    env = {**os.environ, "KAFKA_BOOTSTRAP_SERVERS": backend.bootstrap_servers}
+    env.pop("KAFKA_BACKEND", None)  # the demo takes the broker this session runs
+    finished = subprocess.run(
+        [sys.executable, str(DEMO), "--dir", str(work), "--connector", connector],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+        check=False,
+    )
+    shown = finished.stdout + finished.stderr[-3000:]
+    assert finished.returncode == 0, shown
+    assert "  windows written twice:           0\n" in finished.stdout, shown
+    assert "  OK: no event lost, no window written twice.\n" in finished.stdout, shown
+    # The refusal of version 2 on the old checkpoint is part of the lesson.
+    assert "  (exit 3, " in finished.stdout, shown
+    # What it leaves for the reader to look at and run commands on.
+    assert (work / "version-1.toml").is_file() and (work / "version-2.toml").is_file()
+    # The reviewed plan, applied by file.
+    assert (work / "upgrade-plan.json").is_file()
+    assert "$ pyspark_kafka_upgrade --config version-2.toml upgrade apply upgrade-plan.json" in (
+        finished.stdout
+    ), shown
+    assert sorted(p.name for p in (work / "data" / "output").iterdir()) == [
+        "generation-1",
+        "generation-2",
+    ]
+
+
+def test_the_demo_refuses_a_directory_that_is_not_empty(tmp_path: Path) -> None:
+    (tmp_path / "something").write_text("kept")
+    finished = subprocess.run(
+        [sys.executable, str(DEMO), "--dir", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert finished.returncode == 2
+    assert f"{tmp_path} is not empty" in finished.stderr
+    assert (tmp_path / "something").read_text() == "kept"

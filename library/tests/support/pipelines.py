@@ -1,0 +1,93 @@
+"""Settings and events for tests that run the whole pipeline against a broker."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pyspark_kafka_upgrade.testing.kafka_backends as kafka
+import pyspark_kafka_upgrade.testing.spark
+from pyspark_kafka_upgrade.example.pipeline import PROJECT
+from pyspark_kafka_upgrade.ledger.opening import (
+    installed_stores,
+)
+from pyspark_kafka_upgrade.settings import (
+    Settings,
+    load_settings,
+)
+
+POSTGRES_DSN = os.environ.get("LEDGER_TEST_POSTGRES_DSN", "postgresql://127.0.0.1:5432/test")
+BASE_MS = 1_763_805_600_000  # 2025-11-22T10:00:00Z: old enough to be "late" if mishandled
+MINUTE_MS = 60_000
+
+
+def pipeline_settings(
+    tmp_path: Path,
+    bootstrap: str,
+    topic: str,
+    *overrides: str,
+) -> Settings:
+    """Settings for one test: its own pipeline name, root and ledger, then ``overrides``."""
+    return load_settings(
+        PROJECT, env={}, overrides=pipeline_overrides(tmp_path, bootstrap, topic, *overrides)
+    ).settings
+
+
+def pipeline_overrides(tmp_path: Path, bootstrap: str, topic: str, *overrides: str) -> list[str]:
+    """The ``section.key=value`` settings of :func:`pipeline_settings`, e.g. for ``--set``."""
+    base = [
+        f"pipeline.name={topic}",
+        f"pipeline.root={tmp_path / 'pipeline'}",
+        f"kafka.bootstrap_servers={bootstrap}",
+        f"kafka.topics={topic}",
+        "kafka.starting_offsets=earliest",
+        "window.duration=10 minutes",
+        "window.slide=",
+        "window.watermark_delay=5 minutes",
+        "sink.trigger_interval=1 second",
+        f"kafka.connector={pyspark_kafka_upgrade.testing.spark.connector_under_test(PROJECT)}",
+        *ledger_overrides(tmp_path),
+    ]
+    return [*base, *overrides]
+
+
+def ledger_overrides(tmp_path: Path) -> list[str]:
+    """A ledger of this project's store kind for one test (PostgreSQL: the test server)."""
+    store = load_settings(PROJECT, env={}).settings.ledger.store  # the kind this project chose
+    if store not in installed_stores():
+        raise RuntimeError(f"the default ledger store {store!r} has no module in this project")
+    location = {
+        "sqlite": str(tmp_path / "ledger.sqlite"),
+        "filesystem": str(tmp_path / "ledger"),
+        "postgres": POSTGRES_DSN,
+    }[store]
+    return [f"ledger.store={store}", f"ledger.location={location}"]
+
+
+def event_value(article: str, event_ms: int, user: str = "u1") -> bytes:
+    return json.dumps(
+        {"article_id": article, "user_id": user, "event_time": iso(event_ms)}
+    ).encode()
+
+
+def iso(epoch_ms: int) -> str:
+    moment = datetime.fromtimestamp(epoch_ms / 1000, tz=UTC)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def page_views(
+    articles: Sequence[str], event_times_ms: Iterable[int], partitions: int
+) -> list[kafka.Record]:
+    """One valid event per time, articles in turn, spread over partitions in turn."""
+    return [
+        kafka.Record(
+            i % partitions,
+            articles[i % len(articles)].encode(),
+            event_value(articles[i % len(articles)], event_ms),
+            event_ms,
+        )
+        for i, event_ms in enumerate(event_times_ms)
+    ]

@@ -1,0 +1,143 @@
+"""The advisor tells a change the checkpoint can carry from one that needs a new one."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from pyspark_kafka_upgrade.model.advice import Verdict
+from pyspark_kafka_upgrade.model.signature import max_watermark_delay_ms, with_history
+from pyspark_kafka_upgrade.planner.advisor import advise
+
+SIGNATURE: dict[str, Any] = {
+    "sources": [{"kind": "kafka", "connector": "python", "topics": ["page-views"]}],
+    "event_time": {"source": "payload", "field": "event_time"},
+    "window": {"duration_ms": 600_000, "slide_ms": 600_000, "watermark_delay_ms": 300_000},
+    "grouping_keys": ["article_id"],
+    "aggregates": [{"name": "views", "expression": "count(*)"}],
+    "output_schema": [
+        {"name": "window_start", "type": "timestamp"},
+        {"name": "window_end", "type": "timestamp"},
+        {"name": "article_id", "type": "string"},
+        {"name": "views", "type": "bigint"},
+    ],
+    "sink": {"format": "parquet", "path": "/data/output/generation-1"},
+    "output_mode": "append",
+    "spark_version": "4.3.0",
+}
+
+
+def changed(path: str, value: object) -> dict[str, Any]:
+    signature = copy.deepcopy(SIGNATURE)
+    *parents, leaf = path.split(".")
+    node = signature
+    for key in parents:
+        node = node[key]
+    node[leaf] = value
+    return signature
+
+
+def test_an_identical_signature_is_the_same() -> None:
+    advice = advise(SIGNATURE, copy.deepcopy(SIGNATURE))
+    assert advice.verdict is Verdict.SAME
+    assert advice.sentences() == ["The pipeline is unchanged: it runs on its current checkpoint."]
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "reason"),
+    [
+        ("sources", [{"kind": "kafka", "connector": "python", "topics": ["a", "b"]}], "topics"),
+        ("sources", [{"kind": "kafka", "connector": "builtin", "topics": ["page-views"]}], "kind"),
+        ("event_time.source", "kafka", "old event time"),
+        ("window.duration_ms", 300_000, "old size"),
+        ("window.slide_ms", 60_000, "old slide"),
+        ("grouping_keys", ["article_id", "user_id"], "key schema"),
+        (
+            "aggregates",
+            [
+                {"name": "views", "expression": "count(*)"},
+                {"name": "u", "expression": "max(user_id)"},
+            ],
+            "value schema",
+        ),
+        ("sink.path", "/elsewhere", "path"),
+        ("sink.format", "orc", "path and format"),
+        ("output_mode", "update", "output mode"),
+        ("spark_version", "5.0.0", "major Spark version"),
+    ],
+)
+def test_changes_spark_cannot_carry_need_a_new_checkpoint(
+    path: str, value: object, reason: str
+) -> None:
+    advice = advise(SIGNATURE, changed(path, value))
+    assert advice.verdict is Verdict.NEEDS_NEW_CHECKPOINT
+    assert [change.path for change in advice.changes] == [path]
+    assert advice.changes[0].needs_new_checkpoint
+    assert reason in advice.changes[0].reason
+    assert "new checkpoint" in advice.sentences()[-1]
+
+
+@pytest.mark.parametrize(
+    ("path", "value"),
+    [("window.watermark_delay_ms", 600_000), ("spark_version", "4.4.1")],
+)
+def test_changes_the_checkpoint_carries_are_safe(path: str, value: object) -> None:
+    advice = advise(SIGNATURE, changed(path, value))
+    assert advice.verdict is Verdict.SAFE
+    assert not advice.changes[0].needs_new_checkpoint
+    assert advice.sentences()[-1].endswith("no upgrade is needed.")
+
+
+def test_one_unsafe_change_among_safe_ones_needs_a_new_checkpoint() -> None:
+    new = changed("window.watermark_delay_ms", 1)
+    new["grouping_keys"] = ["user_id"]
+    advice = advise(SIGNATURE, new)
+    assert advice.verdict is Verdict.NEEDS_NEW_CHECKPOINT
+    assert [c.path for c in advice.changes] == ["grouping_keys", "window.watermark_delay_ms"]
+
+
+def test_an_unknown_part_is_judged_conservatively() -> None:
+    advice = advise(SIGNATURE, {**SIGNATURE, "shiny_new_part": 1})
+    assert advice.verdict is Verdict.NEEDS_NEW_CHECKPOINT
+    assert advice.changes[0].old is None
+
+
+def test_the_json_form_lists_every_change() -> None:
+    advice = advise(SIGNATURE, changed("window.duration_ms", 1))
+    assert advice.to_json() == {
+        "verdict": "needs_new_checkpoint",
+        "changes": [
+            {
+                "path": "window.duration_ms",
+                "old": 600_000,
+                "new": 1,
+                "needs_new_checkpoint": True,
+                "reason": "the state holds windows of the old size",
+            }
+        ],
+    }
+
+
+def test_a_run_records_the_largest_watermark_delay_any_run_used() -> None:
+    first = with_history(changed("window.watermark_delay_ms", 1_800_000), None)
+    assert first["history"] == {"max_watermark_delay_ms": 1_800_000}
+    # A later run on the same checkpoint with a shorter delay keeps the longer one.
+    second = with_history(SIGNATURE, first)
+    assert second["window"] == SIGNATURE["window"]
+    assert second["history"] == {"max_watermark_delay_ms": 1_800_000}
+    assert max_watermark_delay_ms(second) == 1_800_000
+    third = with_history(changed("window.watermark_delay_ms", 3_600_000), second)
+    assert max_watermark_delay_ms(third) == 3_600_000
+
+
+def test_a_signature_recorded_before_the_history_gives_its_own_delay() -> None:
+    assert max_watermark_delay_ms(SIGNATURE) == 300_000
+    assert max_watermark_delay_ms({}) == 0
+
+
+def test_the_history_is_not_part_of_the_comparison() -> None:
+    recorded = with_history(SIGNATURE, with_history(changed("window.watermark_delay_ms", 1), None))
+    assert advise(recorded, copy.deepcopy(SIGNATURE)).verdict is Verdict.SAME
+    assert advise(SIGNATURE, recorded).verdict is Verdict.SAME

@@ -1,0 +1,408 @@
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pyspark_kafka_upgrade import (
+    __version__,
+)
+from pyspark_kafka_upgrade.cli import console
+from pyspark_kafka_upgrade.config import command as configuration
+from pyspark_kafka_upgrade.example.pipeline import PROJECT
+from pyspark_kafka_upgrade.inspect import command as checkpoint_command
+from pyspark_kafka_upgrade.settings import (
+    Settings,
+)
+from pyspark_kafka_upgrade.upgrade import (
+    commands as upgrade_commands,
+)
+from support.example import PROG, main
+
+
+@pytest.fixture(autouse=True)
+def _no_local_config_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+
+
+def test_help_lists_the_commands_and_teaches_the_settings(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as caught:
+        main(["--help"])
+    assert caught.value.code == 0
+    out = capsys.readouterr().out
+    assert "config" in out
+    assert "settings are layered" in out
+    assert "--set section.key=value" in out
+
+
+def test_config_show_prints_values_and_their_sources(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--set", "kafka.bootstrap_servers=broker:9092", "config", "show"]) == 0
+    out = capsys.readouterr().out
+    assert '"broker:9092"' in out
+    assert "(--set)" in out
+    assert "(package defaults)" in out
+
+
+def test_config_show_json_is_machine_readable(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["config", "show", "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["kafka"]["topics"] == ["page-views"]
+    assert document["ledger"]["store"] == "sqlite"
+
+
+def test_a_bad_value_is_one_line_and_exit_code_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--set", "window.duration=soon", "config", "show"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1
+    assert "error: window.duration = 'soon' (from --set)" in lines[0]
+
+
+def test_a_missing_command_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as caught:
+        main([])
+    assert caught.value.code == 2
+    assert "required: COMMAND" in capsys.readouterr().err
+
+
+def test_version_names_the_project_and_the_library(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as caught:
+        main(["--version"])
+    assert caught.value.code == 0
+    assert capsys.readouterr().out.split() == [
+        PROG,
+        PROJECT.version,
+        "(pyspark-kafka-upgrade",
+        f"{__version__})",
+    ]
+
+
+# --config and --set anywhere: the settings a command gets do not depend on where they went.
+
+SERVERS = "kafka.bootstrap_servers=broker:9092"
+
+
+def _settings_json(argv: list[str], capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
+    assert main(argv) == 0
+    document: dict[str, Any] = json.loads(capsys.readouterr().out)
+    return document
+
+
+def test_set_before_or_after_the_command_gives_the_same_settings(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    before = _settings_json(["--set", SERVERS, "config", "show", "--json"], capsys)
+    assert before["kafka"]["bootstrap_servers"] == "broker:9092"
+    for argv in (
+        ["config", "--set", SERVERS, "show", "--json"],
+        ["config", "show", "--set", SERVERS, "--json"],
+        ["config", "show", "--json", "--set", SERVERS],
+    ):
+        assert _settings_json(argv, capsys) == before, argv
+
+
+def test_every_set_counts_wherever_it_goes(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["--set", SERVERS, "config", "--set", "pipeline.name=other", "show"]
+    document = _settings_json([*argv, "--json", "--set", "pipeline.root=/elsewhere"], capsys)
+    assert document["kafka"]["bootstrap_servers"] == "broker:9092"
+    assert document["pipeline"]["name"] == "other"
+    assert document["pipeline"]["root"] == "/elsewhere"
+
+
+FIRST = "kafka.bootstrap_servers=first:9092"
+SECOND = "kafka.bootstrap_servers=second:9092"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--set", FIRST, "--set", SECOND, "config", "show"],
+        ["config", "show", "--set", FIRST, "--set", SECOND],
+        ["--set", FIRST, "config", "show", "--set", SECOND],
+        ["--set", FIRST, "config", "--set", SECOND, "show"],
+        ["config", "--set", FIRST, "show", "--set", SECOND],
+    ],
+    ids=["both-before", "both-after", "before-then-after", "top-then-middle", "middle-then-leaf"],
+)
+def test_the_later_set_wins(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    document = _settings_json([*argv, "--json"], capsys)
+    assert document["kafka"]["bootstrap_servers"] == "second:9092"
+
+
+@pytest.mark.parametrize("at", [0, 1, 3])
+def test_config_works_before_or_after_the_command(
+    at: int, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    settings_file = tmp_path / "elsewhere.toml"
+    settings_file.write_text('[kafka]\nbootstrap_servers = "from-file:9092"\n')
+    argv = ["config", "show", "--json"]
+    argv[at:at] = ["--config", str(settings_file)]
+    assert _settings_json(argv, capsys)["kafka"]["bootstrap_servers"] == "from-file:9092"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--config", "a.toml", "--config", "b.toml", "config", "show"],
+        ["--config", "a.toml", "config", "show", "--config", "b.toml"],
+        ["config", "--config", "a.toml", "show", "--config", "b.toml"],
+    ],
+)
+def test_two_different_config_files_are_a_usage_error(
+    argv: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for name in ("a.toml", "b.toml"):
+        (tmp_path / name).write_text("")
+    with pytest.raises(SystemExit) as caught:
+        main(argv)
+    assert caught.value.code == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1
+    assert "--config" in lines[0]
+    assert "a.toml" in lines[0]
+    assert "b.toml" in lines[0]
+
+
+def test_the_same_config_file_twice_is_one_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "a.toml").write_text('[kafka]\nbootstrap_servers = "from-file:9092"\n')
+    argv = ["--config", "a.toml", "config", "show", "--json", "--config", str(tmp_path / "a.toml")]
+    assert _settings_json(argv, capsys)["kafka"]["bootstrap_servers"] == "from-file:9092"
+
+
+COMMANDS = [
+    ["config"],
+    ["config", "show"],
+    ["run"],
+    ["checkpoint"],
+    ["checkpoint", "show"],
+    ["connector"],
+    ["connector", "fetch"],
+    ["upgrade"],
+    ["upgrade", "plan"],
+    ["upgrade", "apply"],
+    ["upgrade", "show"],
+    ["upgrade", "rollback"],
+    ["output"],
+    ["output", "show"],
+]
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=" ".join)
+def test_every_command_help_lists_the_settings_options(
+    command: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as caught:
+        main([*command, "--help"])
+    assert caught.value.code == 0
+    out = capsys.readouterr().out
+    assert f"usage: {PROG} {' '.join(command)}" in out
+    assert "--config FILE" in out
+    assert "--set SECTION.KEY=VALUE" in out
+
+
+# Deeper commands: the handler's target is replaced by a recorder of what it was given.
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.calls: list[tuple[tuple[object, ...], dict[str, object]]] = []
+
+    def __call__(self, *args: object, **kwargs: object) -> str:
+        self.calls.append((args, kwargs))
+        return "recorded"
+
+
+@pytest.fixture
+def record(monkeypatch: pytest.MonkeyPatch) -> Callable[[object, str], Recorder]:
+    def replace(module: object, name: str) -> Recorder:
+        recorder = Recorder()
+        monkeypatch.setattr(module, name, recorder)
+        return recorder
+
+    return replace
+
+
+def _settings(*overrides: str) -> Settings:
+    return configuration.load(PROJECT, None, overrides).settings
+
+
+ROOT = "pipeline.root=/elsewhere"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--set", ROOT, "checkpoint", "show", "cp"],
+        ["checkpoint", "--set", ROOT, "show", "cp"],
+        ["checkpoint", "show", "--set", ROOT, "cp"],
+        ["checkpoint", "show", "cp", "--set", ROOT],
+    ],
+)
+def test_checkpoint_show_gets_the_same_settings_wherever_set_goes(
+    argv: list[str], record: Callable[[object, str], Recorder], capsys: pytest.CaptureFixture[str]
+) -> None:
+    recorder = record(checkpoint_command, "show_checkpoint")
+    assert main(argv) == 0
+    assert capsys.readouterr().out == "recorded\n"
+    expected = {"path": "cp", "generation": None, "sink": None, "as_json": False}
+    assert recorder.calls == [((_settings(ROOT),), expected)]
+    assert _settings(ROOT) != _settings()
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--set", ROOT, "upgrade", "plan"],
+        ["upgrade", "--set", ROOT, "plan"],
+        ["upgrade", "plan", "--set", ROOT],
+        ["--set", "pipeline.root=/first", "upgrade", "plan", "--set", ROOT],
+    ],
+)
+def test_upgrade_plan_gets_the_same_settings_wherever_set_goes(
+    argv: list[str], record: Callable[[object, str], Recorder]
+) -> None:
+    recorder = record(upgrade_commands, "plan_command")
+    assert main(argv) == 0
+    ((settings,), _) = recorder.calls[0]
+    assert settings == _settings(ROOT)
+
+
+@pytest.mark.parametrize(
+    ("options", "expected"),
+    [
+        ([], {"as_json": False, "accept_data_loss": False, "scan": True, "out": None}),
+        (["--json"], {"as_json": True, "accept_data_loss": False, "scan": True, "out": None}),
+        (
+            ["--out", "upgrade.json", "--accept-data-loss", "--no-scan"],
+            {
+                "as_json": False,
+                "accept_data_loss": True,
+                "scan": False,
+                "out": Path("upgrade.json"),
+            },
+        ),
+    ],
+)
+def test_upgrade_plan_passes_its_options(
+    options: list[str], expected: dict[str, object], record: Callable[[object, str], Recorder]
+) -> None:
+    recorder = record(upgrade_commands, "plan_command")
+    assert main(["upgrade", "plan", *options]) == 0
+    assert recorder.calls == [((_settings(),), expected)]
+
+
+@pytest.mark.parametrize(
+    ("options", "expected"),
+    [
+        ([], {"plan_file": None, "accept_data_loss": False, "scan": True}),
+        (
+            ["upgrade.json"],
+            {"plan_file": Path("upgrade.json"), "accept_data_loss": False, "scan": True},
+        ),
+        (["--accept-data-loss"], {"plan_file": None, "accept_data_loss": True, "scan": True}),
+        (["--no-scan"], {"plan_file": None, "accept_data_loss": False, "scan": False}),
+    ],
+)
+def test_upgrade_apply_passes_its_options(
+    options: list[str], expected: dict[str, object], record: Callable[[object, str], Recorder]
+) -> None:
+    recorder = record(upgrade_commands, "apply_command")
+    assert main(["upgrade", "apply", *options]) == 0
+    assert recorder.calls == [((_settings(),), expected)]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["upgrade", "apply", "upgrade.json", "--no-scan"],
+        ["upgrade", "apply", "--accept-data-loss", "upgrade.json"],
+        ["upgrade", "apply", "--no-scan", "upgrade.json", "--accept-data-loss"],
+    ],
+)
+def test_a_plan_file_refuses_the_options_it_already_fixed(
+    argv: list[str],
+    record: Callable[[object, str], Recorder],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    recorder = record(upgrade_commands, "apply_command")
+    with pytest.raises(SystemExit) as caught:
+        main(argv)
+    assert caught.value.code == 2
+    assert recorder.calls == []
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1
+    assert "upgrade.json" in lines[0]
+    assert "plan file already fixed" in lines[0]
+    for option in ("--no-scan", "--accept-data-loss"):
+        assert (option in lines[0]) == (option in argv), option
+
+
+@pytest.mark.parametrize(("options", "as_json"), [([], False), (["--json"], True)])
+def test_upgrade_show_passes_the_plan_file(
+    options: list[str], as_json: bool, record: Callable[[object, str], Recorder]
+) -> None:
+    recorder = record(upgrade_commands, "show_command")
+    assert main(["upgrade", "show", "upgrade.json", *options]) == 0
+    assert recorder.calls == [((_settings(), Path("upgrade.json")), {"as_json": as_json})]
+
+
+def test_upgrade_show_needs_a_plan_file(
+    record: Callable[[object, str], Recorder], capsys: pytest.CaptureFixture[str]
+) -> None:
+    recorder = record(upgrade_commands, "show_command")
+    with pytest.raises(SystemExit) as caught:
+        main(["upgrade", "show"])
+    assert caught.value.code == 2
+    assert recorder.calls == []
+    assert "required: PLAN" in capsys.readouterr().err
+
+
+def test_upgrade_rollback_passes_the_settings(record: Callable[[object, str], Recorder]) -> None:
+    recorder = record(upgrade_commands, "rollback_command")
+    assert main(["upgrade", "rollback", "--set", ROOT]) == 0
+    assert recorder.calls == [((_settings(ROOT),), {})]
+
+
+@pytest.mark.parametrize("command", [[], ["plan"], ["apply"]], ids=["upgrade", "plan", "apply"])
+def test_upgrade_help_teaches_the_reviewed_workflow(
+    command: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as caught:
+        main(["upgrade", *command, "--help"])
+    assert caught.value.code == 0
+    out = capsys.readouterr().out
+    assert f"{PROG} upgrade plan --out upgrade.json" in out
+    assert "upgrade show upgrade.json" in out
+    assert f"{PROG} upgrade apply upgrade.json" in out
+    assert "refuses if anything moved" in out
+
+
+def test_upgrade_help_mentions_one_step_apply_and_rollback(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit):
+        main(["upgrade", "--help"])
+    out = capsys.readouterr().out
+    assert f"{PROG} run" in out
+    assert "plan and apply in one step, printing the plan first" in out
+    assert f"{PROG} upgrade rollback" in out
+
+
+def test_the_console_script_exits_with_the_commands_code(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A launcher that ignores return values (Databricks' python_wheel_task) still sees it.
+    monkeypatch.setattr("sys.argv", [PROG, "--set", "window.duration=soon", "config", "show"])
+
+    with pytest.raises(SystemExit) as exited:
+        console(PROJECT)
+
+    assert exited.value.code == 2

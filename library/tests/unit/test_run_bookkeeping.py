@@ -1,0 +1,97 @@
+"""What `run` settles in the ledger before its queries start: batches a killed run committed
+but never recorded, and a ledger lost while later generations exist."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pyspark_kafka_upgrade.example.pipeline import PROJECT
+from pyspark_kafka_upgrade.ledger.sqlite_store import (
+    SqliteOffsetStore,
+)
+from pyspark_kafka_upgrade.model.ledger import (
+    BatchRecord,
+    LedgerGap,
+)
+from pyspark_kafka_upgrade.run.bookkeeping import (
+    UpgradeIncompleteError,
+    mark_unrecorded_batches,
+    refuse_without_history,
+)
+from pyspark_kafka_upgrade.settings import (
+    load_settings,
+)
+from pyspark_kafka_upgrade.values.layout import (
+    GenerationLayout,
+)
+
+PIPELINE = "page-views"
+
+
+def committed(checkpoint: Path, batches: range) -> None:
+    """A checkpoint whose batches all committed, as Spark writes it."""
+    (checkpoint / "offsets").mkdir(parents=True)
+    (checkpoint / "commits").mkdir()
+    (checkpoint / "metadata").write_text(json.dumps({"id": "q"}))
+    for batch in batches:
+        metadata = json.dumps({"batchWatermarkMs": 0, "batchTimestampMs": 0, "conf": {}})
+        offsets = json.dumps({"t": {"0": (batch + 1) * 10}})
+        (checkpoint / "offsets" / str(batch)).write_text(f"v1\n{metadata}\n{offsets}")
+        (checkpoint / "commits" / str(batch)).write_text('v1\n{"nextBatchWatermarkMs":0}')
+
+
+def batch(batch_id: int) -> BatchRecord:
+    return BatchRecord(
+        pipeline=PIPELINE,
+        generation=1,
+        batch_id=batch_id,
+        query_id="q",
+        run_id="r",
+        batch_timestamp_ms=0,
+        start_offsets=None,
+        end_offsets='{"t":{"0":10}}',
+        batch_watermark_ms=0,
+        input_rows=10,
+        min_event_time_ms=0,
+        max_event_time_ms=0,
+        malformed_rows=0,
+        recorded_at_ms=0,
+    )
+
+
+def test_committed_batches_the_ledger_lacks_get_gap_markers_once(tmp_path: Path) -> None:
+    layout = GenerationLayout(str(tmp_path / "pipeline"), 1)
+    committed(Path(layout.checkpoint), range(5))
+    with SqliteOffsetStore(tmp_path / "ledger.sqlite") as store:
+        store.record_batch(batch(0))
+        store.record_batch(batch(2))
+        store.record_gap(LedgerGap(PIPELINE, 1, 3, "a write failed", 0))
+
+        # 1 and 4: committed, neither recorded nor marked. 3 already has its marker.
+        assert mark_unrecorded_batches(store, PIPELINE, layout) == [1, 4]
+        assert mark_unrecorded_batches(store, PIPELINE, layout) == []
+        marked = [gap.batch_id for gap in store.gaps(PIPELINE, 1) if gap.batch_id is not None]
+    assert sorted(marked) == [1, 3, 4]
+
+
+def test_a_generation_with_no_checkpoint_yet_has_nothing_to_mark(tmp_path: Path) -> None:
+    layout = GenerationLayout(str(tmp_path / "pipeline"), 1)
+    with SqliteOffsetStore(tmp_path / "ledger.sqlite") as store:
+        assert mark_unrecorded_batches(store, PIPELINE, layout) == []
+
+
+def test_a_lost_ledger_with_a_later_generation_on_disk_is_refused(tmp_path: Path) -> None:
+    root = tmp_path / "pipeline"
+    settings = load_settings(
+        PROJECT, env={}, overrides=[f"pipeline.root={root}", f"pipeline.name={PIPELINE}"]
+    ).settings
+    committed(Path(GenerationLayout(str(root), 1).checkpoint), range(2))
+    with SqliteOffsetStore(tmp_path / "ledger.sqlite") as store:
+        # Only generation 1 on disk: running it again is the way to rebuild its record.
+        refuse_without_history(store, settings, 1)
+        committed(Path(GenerationLayout(str(root), 2).checkpoint), range(1))
+        with pytest.raises(UpgradeIncompleteError, match="committed checkpoints of generations 2"):
+            refuse_without_history(store, settings, 1)

@@ -1,0 +1,309 @@
+"""`upgrade plan --out`, `show` and `apply PLAN` through the CLI, on a world without Spark or
+Kafka: a reviewed plan is applied exactly, and every plan file that cannot be is refused with
+one line, exit code 2, and nothing changed."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import pyspark_kafka_upgrade.testing.fake_world as fake
+from pyspark_kafka_upgrade.model.errors import (
+    UpgradeError,
+)
+from pyspark_kafka_upgrade.model.ledger import (
+    GenerationStatus,
+)
+from pyspark_kafka_upgrade.model.plan import (
+    FORMAT_VERSION,
+    UpgradePlan,
+)
+from pyspark_kafka_upgrade.model.scans import Record, ScanRange
+from pyspark_kafka_upgrade.query.event_parser import (
+    EventParser,
+)
+from pyspark_kafka_upgrade.upgrade import (
+    event_scan,
+)
+from pyspark_kafka_upgrade.upgrade import (
+    gather as gathering,
+)
+from pyspark_kafka_upgrade.upgrade.commands import (
+    APPLY_STEPS,
+    apply_command,
+)
+from pyspark_kafka_upgrade.upgrade.event_scan import (
+    EventSource,
+)
+from support.example import main
+
+
+class Crash(BaseException):
+    """Stands for the process being killed: no `except Exception` stops it."""
+
+
+@pytest.fixture
+def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[fake.World]:
+    """Generation 1 after 4 batches; the commands ask its broker and read its records."""
+    made = fake.make_world(tmp_path / "world")
+
+    def records(
+        source: EventSource, span: ScanRange, parser: EventParser, on_batch: Any = None
+    ) -> Iterator[Record]:
+        yield from made.scan(span.partition, span.start, span.end)
+
+    monkeypatch.setattr(gathering, "open_broker", lambda settings: made.broker)
+    monkeypatch.setattr(event_scan, "event_times", records)
+    yield made
+
+
+def cli(world: fake.World, *arguments: str, settings: tuple[str, ...] = (fake.VERSION_2,)) -> int:
+    options = [f"--set={option}" for option in world.overrides(*settings)]
+    return main([*arguments[:2], *options, *arguments[2:]])
+
+
+def plan_file(world: fake.World, capsys: pytest.CaptureFixture[str]) -> Path:
+    path = world.root / "upgrade.json"
+    assert cli(world, "upgrade", "plan", "--out", str(path)) == 0
+    capsys.readouterr()
+    return path
+
+
+def assert_applied_exactly(world: fake.World, reviewed: UpgradePlan) -> None:
+    """Generation 1 retired, generation 2 planned from exactly ``reviewed``, stamped applied."""
+    with world.store() as store:
+        generations = store.generations(fake.PIPELINE)
+    assert [(g.generation, g.status) for g in generations] == [
+        (1, GenerationStatus.RETIRED),
+        (2, GenerationStatus.PLANNED),
+    ]
+    recorded = UpgradePlan.from_json(generations[1].plan or {})
+    assert recorded.applied_at_ms is not None
+    assert recorded.as_reviewed() == reviewed
+    assert reviewed.to_signature is not None
+    assert generations[1].signature == reviewed.to_signature.to_json()
+
+
+def refused(capsys: pytest.CaptureFixture[str]) -> str:
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0, err
+    return err
+
+
+def test_a_reviewed_plan_is_applied_exactly(
+    world: fake.World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = plan_file(world, capsys)
+    written = UpgradePlan.from_json(json.loads(path.read_text()))
+    assert written.restart_offsets == {(fake.TOPIC, 0): 20, (fake.TOPIC, 1): 20}
+
+    assert cli(world, "upgrade", "show", str(path)) == 0
+    shown = capsys.readouterr().out
+    assert "restarts at 20: offset 20 holds the first record" in shown
+    assert f"upgrade apply {path}" in shown
+
+    assert cli(world, "upgrade", "apply", str(path)) == 0
+    assert "generation 1 retired; generation 2 planned and applied." in capsys.readouterr().out
+    assert_applied_exactly(world, written)
+
+
+def test_plan_out_writes_nothing_when_no_upgrade_is_needed(
+    world: fake.World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = world.root / "upgrade.json"
+    assert cli(world, "upgrade", "plan", "--out", str(path), settings=()) == 0
+    assert "Nothing to plan: no file written." in capsys.readouterr().out
+    assert not path.exists()
+
+
+def stale_by_a_new_batch(world: fake.World) -> None:
+    world.produce(range(40, 50), partition=0)
+    world.produce(range(40, 50), partition=1)
+    world.run_batch()
+
+
+@pytest.mark.parametrize(
+    ("edit", "settings", "complaint"),
+    [
+        (stale_by_a_new_batch, (fake.VERSION_2,), "committed up to batch 4 since the plan"),
+        (
+            lambda world: None,
+            (fake.VERSION_2, "sink.format=orc"),
+            "sink.format: 'parquet' -> 'orc'",
+        ),
+        (
+            lambda world: world.broker.earliest_of.update({(fake.TOPIC, 0): 21}),
+            (fake.VERSION_2,),
+            "offsets 20-20 that the plan replays were deleted by retention",
+        ),
+        (
+            lambda world: world.broker.partitions_of.update({fake.TOPIC: 3}),
+            (fake.VERSION_2,),
+            "the subscribed partitions changed",
+        ),
+    ],
+    ids=["a-batch-committed", "a-setting-changed", "retention", "a-partition-added"],
+)
+def test_a_plan_the_world_moved_away_from_is_refused_naming_what_moved(
+    world: fake.World,
+    capsys: pytest.CaptureFixture[str],
+    edit: Any,
+    settings: tuple[str, ...],
+    complaint: str,
+) -> None:
+    path = plan_file(world, capsys)
+    edit(world)
+    before = world.snapshot()
+    assert cli(world, "upgrade", "apply", str(path), settings=settings) == 2
+    line = refused(capsys)
+    assert "is stale, nothing was applied" in line and complaint in line, line
+    assert world.snapshot() == before
+
+
+def corrupt(path: Path) -> None:
+    path.write_text(path.read_text()[:200])
+
+
+def other_pipeline(path: Path) -> None:
+    document = json.loads(path.read_text())
+    path.write_text(json.dumps({**document, "pipeline": "checkout-events"}))
+
+
+def newer(path: Path) -> None:
+    document = json.loads(path.read_text())
+    path.write_text(json.dumps({**document, "format_version": FORMAT_VERSION + 1}))
+
+
+def not_a_plan(path: Path) -> None:
+    path.write_text('{"pipeline": "page-views-test"}')
+
+
+@pytest.mark.parametrize(
+    ("damage", "complaint"),
+    [
+        (corrupt, "is not an upgrade plan: not JSON"),
+        (other_pipeline, "is a plan for pipeline 'checkout-events'"),
+        (newer, f"format version {FORMAT_VERSION + 1}, newer than"),
+        (not_a_plan, "has no field 'format_version'"),
+        (lambda path: path.unlink(), "no plan file at"),
+    ],
+    ids=["corrupt", "other-pipeline", "newer-format", "not-a-plan", "missing"],
+)
+def test_a_plan_file_that_is_not_this_pipelines_plan_is_refused(
+    world: fake.World, capsys: pytest.CaptureFixture[str], damage: Any, complaint: str
+) -> None:
+    path = plan_file(world, capsys)
+    damage(path)
+    before = world.snapshot()
+    assert cli(world, "upgrade", "apply", str(path)) == 2
+    line = refused(capsys)
+    assert complaint in line and str(path) in line, line
+    assert world.snapshot() == before
+
+
+def test_a_plan_applied_already_is_refused(
+    world: fake.World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = plan_file(world, capsys)
+    assert cli(world, "upgrade", "apply", str(path)) == 0
+    capsys.readouterr()
+    before = world.snapshot()
+    assert cli(world, "upgrade", "apply", str(path)) == 2
+    assert "is applied already: generation 2 is planned; `run` starts it" in refused(capsys)
+    assert world.snapshot() == before
+
+
+def test_a_plan_rolled_back_is_refused(
+    world: fake.World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = plan_file(world, capsys)
+    assert cli(world, "upgrade", "apply", str(path)) == 0
+    assert cli(world, "upgrade", "rollback") == 0
+    capsys.readouterr()
+    assert cli(world, "upgrade", "apply", str(path)) == 2
+    assert "then generation 2 was rolled back" in refused(capsys)
+
+
+@pytest.mark.parametrize("crash_after", APPLY_STEPS)
+def test_an_apply_killed_after_any_step_finishes_with_the_same_file(
+    world: fake.World, capsys: pytest.CaptureFixture[str], crash_after: str
+) -> None:
+    path = plan_file(world, capsys)
+
+    def crash(step: str) -> None:
+        if step == crash_after:
+            raise Crash(step)
+
+    with pytest.raises(Crash):
+        apply_command(
+            world.settings(fake.VERSION_2), accept_data_loss=False, plan_file=path, after_step=crash
+        )
+    expected = 2 if crash_after == APPLY_STEPS[-1] else 0
+    assert cli(world, "upgrade", "apply", str(path)) == expected
+    assert_applied_exactly(world, UpgradePlan.from_json(json.loads(path.read_text())))
+
+
+def test_apply_without_a_file_prints_the_plan_then_applies_it(
+    world: fake.World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli(world, "upgrade", "apply") == 0
+    out = capsys.readouterr().out
+    plan_at, applied_at = out.index("restarts at 20"), out.index("planned and applied")
+    assert plan_at < applied_at
+
+
+def test_an_apply_does_not_bring_back_a_plan_rolled_back_meanwhile(
+    world: fake.World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = plan_file(world, capsys)
+
+    def rolled_back_now(step: str) -> None:
+        # A rollback holds generation 2's lock, not generation 1's: it can retire the plan
+        # while this apply is between its steps.
+        if step == "check_directories":
+            with world.store() as store:
+                store.set_generation_status(
+                    fake.PIPELINE, 2, GenerationStatus.RETIRED, at_ms=fake.BASE_MS
+                )
+
+    with pytest.raises(UpgradeError, match="was rolled back while this apply ran"):
+        apply_command(
+            world.settings(fake.VERSION_2),
+            accept_data_loss=False,
+            plan_file=path,
+            after_step=rolled_back_now,
+        )
+    with world.store() as store:
+        recorded = store.generation(fake.PIPELINE, 2)
+    assert recorded is not None and recorded.status is GenerationStatus.RETIRED
+    assert UpgradePlan.from_json(recorded.plan or {}).applied_at_ms is None
+
+
+def test_plan_out_with_a_plan_pending_writes_that_plan(
+    world: fake.World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    first = plan_file(world, capsys)
+
+    def crash(step: str) -> None:
+        if step == "record_plan":
+            raise Crash(step)
+
+    with pytest.raises(Crash):
+        apply_command(
+            world.settings(fake.VERSION_2),
+            accept_data_loss=False,
+            plan_file=first,
+            after_step=crash,
+        )
+    again = world.root / "pending.json"
+    assert cli(world, "upgrade", "plan", "--out", str(again)) == 0
+    assert f"That plan is written to {again}." in capsys.readouterr().out
+    # The same plan (the ledger keeps JSON with sorted keys, so compared as plans).
+    assert UpgradePlan.from_json(json.loads(again.read_text())) == UpgradePlan.from_json(
+        json.loads(first.read_text())
+    )
+    assert cli(world, "upgrade", "apply", str(again)) == 0
