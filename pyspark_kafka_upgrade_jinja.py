@@ -3,6 +3,8 @@
 - ``template_root``: the template's absolute directory. Cookiecutter's own ``_repo_dir`` is
   relative when the template is given as a relative path (``cookiecutter .``), and hooks
   run from inside the new project, so they could not find the template's files from it.
+- ``library_version``: the version of the library in this checkout (``library/``), which a
+  generated project pins.
 - ``toml_string``: a value as a TOML basic string. Jinja's ``tojson`` writes characters
   beyond the Basic Multilingual Plane as surrogate pairs (``\\ud83d\\udcc8``), which TOML
   refuses, so an emoji in a description would make pyproject.toml unreadable.
@@ -11,6 +13,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from jinja2 import Environment
@@ -23,8 +26,18 @@ def toml_string(value: object) -> str:
     return json.dumps(str(value), ensure_ascii=False).replace("\x7f", "\\u007f")
 
 
+def library_version(root: Path) -> str:
+    init = root / "library" / "src" / "pyspark_kafka_upgrade" / "__init__.py"
+    found = re.search(r'^__version__ = "([^"]+)"$', init.read_text(encoding="utf-8"), re.M)
+    if found is None:
+        raise ValueError(f"{init} does not set __version__")
+    return found.group(1)
+
+
 class TemplateHelpers(Extension):
     def __init__(self, environment: Environment) -> None:
         super().__init__(environment)
-        environment.globals["template_root"] = str(Path(__file__).resolve().parent)
+        root = Path(__file__).resolve().parent
+        environment.globals["template_root"] = str(root)
+        environment.globals["library_version"] = library_version(root)
         environment.filters["toml_string"] = toml_string

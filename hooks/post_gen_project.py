@@ -1,4 +1,5 @@
-"""Trim the options not chosen, record the answers, and say what to do next.
+"""Trim the options not chosen, put the library's wheel beside the project, record the
+answers, and say what to do next.
 
 Runs inside the generated project directory. Answers are decoded from JSON at run time,
 never pasted into code.
@@ -6,57 +7,67 @@ never pasted into code.
 
 from __future__ import annotations
 
-import importlib.util
+import hashlib
 import json
+import os
+import shutil
+import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 
 # Jinja's tojson escapes every ' as \u0027, so the raw string cannot be closed early.
 ANSWERS: dict[str, object] = json.loads(r'''{{ cookiecutter | tojson }}''')  # fmt: skip
 
-PACKAGE_DIR = Path("src") / str(ANSWERS["package_name"])
-CONTRACT_TESTS = Path("tests") / "contract"
+# Absolute, unlike ANSWERS["_repo_dir"], which is relative after `cookiecutter .`.
+TEMPLATE_ROOT = Path(json.loads(r'''{{ template_root | tojson }}'''))  # fmt: skip
+LIBRARY = TEMPLATE_ROOT / "library"
+WHEELS = Path("wheels")
 BUNDLE_FILES = [
     Path("databricks.yml"),
     Path("resources") / "pipeline_job.yml",
     Path("resources") / "upgrade_jobs.yml",
     Path("docs") / "DATABRICKS.md",
 ]
-
-
-def load_store_registry() -> ModuleType:
-    """The package's list of ledger stores (standard library only), loaded from its file."""
-    path = PACKAGE_DIR / "ledger" / "registry.py"
-    spec = importlib.util.spec_from_file_location("generated_store_registry", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    # dataclasses resolve the module through sys.modules while the class is created.
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+# Building the wheel runs pip; a bake of the same library sources reuses the last one.
+WHEEL_CACHE = Path(
+    os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+) / "cookiecutter-pyspark-kafka-upgrade" / "wheels"
+BUILD_TIMEOUT_S = 600
 
 
 def optional_files() -> dict[str, dict[str, list[Path]]]:
-    """Each offset store lives in its own module, with its own dependencies and contract
-    test. SQLite is kept in every project: it is the zero-setup store for local runs and the
-    demo. The Databricks bundle's jobs run on a cluster, whose machines cannot share a SQLite
-    file: a project that chose SQLite keeps the filesystem store for them too."""
-    stores = load_store_registry().STORES
-    kept = {"sqlite"}
-    if ANSWERS["databricks_bundle"] == "yes" and ANSWERS["offset_store"] == "sqlite":
-        kept.add("filesystem")
-    return {
-        "offset_store": {
-            name: [
-                PACKAGE_DIR / "ledger" / f"{kind.module}.py",
-                CONTRACT_TESTS / f"test_{kind.module}.py",
-            ]
-            for name, kind in stores.items()
-            if name not in kept
-        },
-        "databricks_bundle": {"yes": BUNDLE_FILES},
-    }
+    return {"databricks_bundle": {"yes": BUNDLE_FILES}}
+
+
+def library_digest() -> str:
+    """The library's sources, as the wheel would be built from them."""
+    digest = hashlib.sha256()
+    for path in sorted([LIBRARY / "pyproject.toml", *(LIBRARY / "src").rglob("*")]):
+        if path.is_file() and "__pycache__" not in path.parts:
+            digest.update(str(path.relative_to(LIBRARY)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def put_library_wheel() -> None:
+    """The pinned library as a wheel in wheels/, where `make install` finds it: no package
+    index holds it until a team publishes it to its own (README, "Library versions")."""
+    cached = WHEEL_CACHE / library_digest()
+    if not any(cached.glob("*.whl")):
+        print(f"Building the pyspark-kafka-upgrade wheel from {LIBRARY} (once per version)...")
+        staging = cached.with_name(cached.name + ".partial")
+        shutil.rmtree(staging, ignore_errors=True)
+        built = subprocess.run(
+            [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir",
+             str(staging), str(LIBRARY)],
+            capture_output=True, text=True, timeout=BUILD_TIMEOUT_S, check=False,
+        )  # fmt: skip
+        if built.returncode != 0:
+            sys.exit(f"ERROR: could not build the library's wheel: {built.stderr.strip()[-2000:]}")
+        shutil.rmtree(cached, ignore_errors=True)
+        staging.rename(cached)
+    WHEELS.mkdir(exist_ok=True)
+    for wheel in cached.glob("*.whl"):
+        shutil.copy2(wheel, WHEELS / wheel.name)
 
 
 # Keys cookiecutter adds for its own bookkeeping; they describe this machine, not the project.
@@ -117,6 +128,7 @@ points them at your own.
 
 def main() -> int:
     remove_unchosen_files()
+    put_library_wheel()
     write_answers()
     print_next_steps()
     return 0

@@ -26,25 +26,29 @@ EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
 # A generated package with one of these names would shadow what it imports.
 RESERVED_PACKAGES = {
     # what the generated project imports at run time
-    "pyspark", "py4j", "pyarrow", "confluent_kafka", "psycopg",
-    # what its tests, benchmark and tools import
+    "pyspark", "py4j", "pyarrow", "confluent_kafka", "psycopg", "pyspark_kafka_upgrade",
+    # what its tests and tools import
     "pytest", "_pytest", "hypothesis", "testcontainers", "docker", "noida_db", "kafka",
     "mypy", "ruff", "support", "bench", "test", "tests", "src",
 }  # fmt: skip
-# The sink formats, connectors and ledger stores are listed once, in the generated package,
+# The sink formats, connectors and ledger stores are listed once, in the library's catalog,
 # and read from there (see choices()); a template test holds cookiecutter.json to the same.
 # The bundle is files, not package code: post_gen_project.py keeps or removes them.
 BUNDLE_CHOICES = ("no", "yes")
 
 
-def load_package_module(relative: str) -> ModuleType:
-    """Load one standard-library-only module of the generated package, so hook and project
-    share one source (``relative`` is its path inside the package)."""
-    candidates = sorted(TEMPLATE_ROOT.glob(f"*/src/*/{relative}"))
-    if len(candidates) != 1:
-        sys.exit(f"ERROR: template is broken: expected one {relative}, found {candidates}")
-    name = "template_" + relative.removesuffix(".py").replace("/", "_")
-    spec = importlib.util.spec_from_file_location(name, candidates[0])
+# The library's rules, in two modules that import only the standard library (a library test
+# holds its whole pure core to that): loaded by path, so that no answer is checked before
+# the library is installed, and no rule is written twice.
+LIBRARY_VALUES = TEMPLATE_ROOT / "library" / "src" / "pyspark_kafka_upgrade" / "values"
+
+
+def load_library_module(name: str) -> ModuleType:
+    """Load ``values/<name>.py`` of the library by path, without importing the library."""
+    path = LIBRARY_VALUES / f"{name}.py"
+    if not path.is_file():
+        sys.exit(f"ERROR: template is broken: {path} is missing")
+    spec = importlib.util.spec_from_file_location(f"template_library_{name}", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     # dataclasses resolve the module through sys.modules while the class is created.
@@ -54,10 +58,11 @@ def load_package_module(relative: str) -> ModuleType:
 
 
 def choices() -> dict[str, tuple[str, ...]]:
+    catalog = load_library_module("catalog")
     return {
-        "sink_format": load_package_module("sink/formats.py").SINK_FORMATS,
-        "kafka_connector": load_package_module("source/connectors.py").CONNECTORS,
-        "offset_store": load_package_module("ledger/registry.py").STORE_NAMES,
+        "sink_format": catalog.SINK_FORMATS,
+        "kafka_connector": catalog.CONNECTORS,
+        "offset_store": catalog.STORE_NAMES,
     }
 
 
@@ -149,7 +154,7 @@ def check_window(rules: ModuleType) -> str | None:
 
 
 def main() -> int:
-    rules = load_package_module("values/validation.py")
+    rules = load_library_module("validation")
     problems = [
         problem
         for problem in (

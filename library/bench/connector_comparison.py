@@ -37,15 +37,13 @@ sys.path[:0] = [str(HERE.parent), str(HERE.parent / "tests")]
 
 import bench.harness as harness  # noqa: E402
 from pyspark.sql import SparkSession  # noqa: E402
-from pyspark_kafka_upgrade.transformations import (  # noqa: E402
-    columns,
-)
 
 import pyspark_kafka_upgrade.testing.kafka_backends as brokers  # noqa: E402
 import support.pipelines as pipelines  # noqa: E402
 from pyspark_kafka_upgrade.errors import (  # noqa: E402
     PipelineError,
 )
+from pyspark_kafka_upgrade.query import columns  # noqa: E402
 from pyspark_kafka_upgrade.settings import (  # noqa: E402
     Settings,
 )

@@ -15,17 +15,16 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pyspark.sql import DataFrame, SparkSession
-from pyspark_kafka_upgrade.transformations import (
-    aggregation,
-    columns,
-    parsing,
-)
 
 import pyspark_kafka_upgrade.testing.kafka_backends as brokers
 import support.pipelines as pipelines
+from pyspark_kafka_upgrade.example import query
 from pyspark_kafka_upgrade.kafka.connector import (
     read_kafka_stream,
 )
+from pyspark_kafka_upgrade.query import columns
+from pyspark_kafka_upgrade.run.bookkeeping import GenerationStart
+from pyspark_kafka_upgrade.run.queries import recipe_of
 from pyspark_kafka_upgrade.settings import (
     Settings,
 )
@@ -33,6 +32,7 @@ from pyspark_kafka_upgrade.sink.writer import (
     Trigger,
     start_file_sink,
 )
+from pyspark_kafka_upgrade.spark import parsing, steps
 from pyspark_kafka_upgrade.spark.session import (
     build_spark_session,
 )
@@ -122,20 +122,12 @@ def windowed_job(
     raw = read_kafka_stream(
         spark, settings.kafka, initial_offsets_location=str(checkpoint / "sources" / "0" / "0")
     )
-    parsed = parsing.parse_events(
-        raw,
-        time_source=settings.events.time_source,
-        time_field=settings.events.time_field,
-        max_value_bytes=settings.events.max_value_bytes,
-    )
+    recipe = recipe_of(settings, GenerationStart())
     if observed:
-        parsed = parsing.observe_batch_metrics(parsed)
-    return aggregation.windowed_aggregates(
-        parsing.valid_events(parsed),
-        window=settings.window.spec,
-        keys=settings.aggregation.keys,
-        metrics=settings.aggregation.metric_specs,
-    )
+        return query.windowed_aggregates(raw, recipe)
+    # The reference query without its observation: the listener's cost is what is measured.
+    events = parsing.valid_events(steps.parse_events(raw, recipe))
+    return steps.aggregate(steps.window_events(events, recipe), recipe)
 
 
 @dataclass(frozen=True)

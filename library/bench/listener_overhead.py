@@ -27,6 +27,7 @@ from pyspark.sql import SparkSession  # noqa: E402
 
 import pyspark_kafka_upgrade.testing.kafka_backends as brokers  # noqa: E402
 import support.pipelines as pipelines  # noqa: E402
+from pyspark_kafka_upgrade.example.pipeline import PROJECT  # noqa: E402
 from pyspark_kafka_upgrade.ledger.opening import (  # noqa: E402
     open_store,
 )
@@ -53,7 +54,7 @@ def run_once(
     store = None
     if with_ledger:
         ledger = load_settings(
-            env={}, overrides=pipelines.ledger_overrides(workdir / name)
+            PROJECT, env={}, overrides=pipelines.ledger_overrides(workdir / name)
         ).settings.ledger
         store = open_store(ledger, spark=lambda: spark)
         listener = LedgerListener(
@@ -97,6 +98,7 @@ def main(argv: list[str] | None = None) -> int:
             lambda indices: harness.page_views(indices, 2, ["a1", "a2", "a3"]),
         )
         settings = load_settings(
+            PROJECT,
             env={},
             overrides=[
                 f"kafka.bootstrap_servers={bootstrap}",

@@ -41,6 +41,7 @@ from pyspark.sql import SparkSession  # noqa: E402
 
 # A straight import sorts the same whatever the package is called.
 import pyspark_kafka_upgrade.testing.kafka_backends as brokers  # noqa: E402
+from pyspark_kafka_upgrade.example.pipeline import PROJECT  # noqa: E402
 from pyspark_kafka_upgrade.kafka.pykafka import (  # noqa: E402
     PyKafkaDataSource,
 )
@@ -140,7 +141,7 @@ def spark_reader(spark: SparkSession, source_format: str, bootstrap: str, topic:
 
 
 def start_spark(with_builtin: bool) -> SparkSession:
-    settings = load_settings(env={}).settings
+    settings = load_settings(PROJECT, env={}).settings
     if with_builtin:
         settings = harness.with_connector(settings, "builtin")
     spark = harness.start_spark(settings, "source-throughput")

@@ -84,18 +84,16 @@ sys.path[:0] = SEARCH_PATH
 
 import bench.harness as harness  # noqa: E402
 
+import pyspark_kafka_upgrade.testing.driver_process as driver_process  # noqa: E402
 import pyspark_kafka_upgrade.testing.kafka_backends as brokers  # noqa: E402
 import pyspark_kafka_upgrade.testing.oracle as oracle  # noqa: E402
 import pyspark_kafka_upgrade.testing.waiting as waiting  # noqa: E402
-import support.driver_process as driver_process  # noqa: E402
 import support.pipelines as pipelines  # noqa: E402
-from pyspark_kafka_upgrade.cli import (  # noqa: E402
-    PROG,
-)
 from pyspark_kafka_upgrade.errors import (  # noqa: E402
     PipelineError,
 )
-from pyspark_kafka_upgrade.model.scans import ScanRange
+from pyspark_kafka_upgrade.example.pipeline import PROJECT  # noqa: E402
+from pyspark_kafka_upgrade.model.scans import ScanRange  # noqa: E402
 from pyspark_kafka_upgrade.planner.decide import (  # noqa: E402
     ScanRequest,
 )
@@ -109,6 +107,7 @@ from pyspark_kafka_upgrade.upgrade.gather import (  # noqa: E402
     open_broker,
     source_options,
 )
+from support.example import MODULE as PROG  # noqa: E402
 
 T = TypeVar("T")
 
@@ -946,7 +945,7 @@ def measure_scans(work: Path, bootstrap: str, records: int, partitions: int) -> 
     )
     ends = {p: len(range(p, records, partitions)) for p in range(partitions)}
     settings = load_settings(
-        env={}, overrides=[f"kafka.bootstrap_servers={bootstrap}", f"kafka.topics={topic}"]
+        PROJECT, env={}, overrides=[f"kafka.bootstrap_servers={bootstrap}", f"kafka.topics={topic}"]
     ).settings
     broker = open_broker(settings)
     try:
@@ -1066,10 +1065,13 @@ def scan_child(spec_text: str) -> int:
     spec = json.loads(spec_text)
     topic, workers = str(spec["topic"]), int(spec["workers"])
     settings = load_settings(
-        env={}, overrides=[f"kafka.bootstrap_servers={spec['bootstrap']}", f"kafka.topics={topic}"]
+        PROJECT,
+        env={},
+        overrides=[f"kafka.bootstrap_servers={spec['bootstrap']}", f"kafka.topics={topic}"],
     ).settings
     source = event_scan.EventSource(
         options=source_options(settings),
+        events=settings.project.events,
         time_source=settings.events.time_source,
         time_field=settings.events.time_field,
         max_value_bytes=settings.events.max_value_bytes,

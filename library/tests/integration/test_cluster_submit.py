@@ -20,11 +20,11 @@ from pathlib import Path
 
 import pytest
 
+import pyspark_kafka_upgrade.testing.driver_process as driver_process
 import pyspark_kafka_upgrade.testing.kafka_backends as kafka
 import pyspark_kafka_upgrade.testing.spark
-import support.driver_process as driver_process
+import pyspark_kafka_upgrade.testing.spark_cluster as spark_cluster
 import support.pipelines as pipelines
-import support.spark_cluster as spark_cluster
 from pyspark_kafka_upgrade.checkpoint.reader import (
     read_checkpoint,
 )

@@ -21,11 +21,11 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
+import pyspark_kafka_upgrade.testing.driver_process as driver_process
 import pyspark_kafka_upgrade.testing.kafka_backends as kafka
 import pyspark_kafka_upgrade.testing.oracle as oracle
 import pyspark_kafka_upgrade.testing.spark
 import pyspark_kafka_upgrade.testing.waiting as waiting
-import support.driver_process as driver_process
 import support.pipelines as pipelines
 import support.plans as plans
 import support.soak_table as soak_table

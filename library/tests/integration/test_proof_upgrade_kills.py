@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
+import pyspark_kafka_upgrade.testing.driver_process as driver_process
 import pyspark_kafka_upgrade.testing.kafka_backends as kafka
 import pyspark_kafka_upgrade.testing.oracle as oracle
 import pyspark_kafka_upgrade.testing.waiting as waiting
-import support.driver_process as driver_process
 import support.pipelines as pipelines
 from pyspark_kafka_upgrade.example.pipeline import PROJECT
 from pyspark_kafka_upgrade.ledger.opening import (

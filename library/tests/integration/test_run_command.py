@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+import pyspark_kafka_upgrade.testing.driver_process as driver_process
 import pyspark_kafka_upgrade.testing.kafka_backends as kafka
-import support.driver_process as driver_process
 import support.pipelines as pipelines
 from pyspark_kafka_upgrade.checkpoint.reader import (
     read_checkpoint,
@@ -17,7 +17,7 @@ from pyspark_kafka_upgrade.checkpoint.reader import (
 from pyspark_kafka_upgrade.values.layout import (
     GenerationLayout,
 )
-from support.example import PROG
+from support.example import MODULE
 
 pytestmark = pytest.mark.integration
 
@@ -38,7 +38,7 @@ def test_sigterm_lets_the_batch_in_flight_commit_and_exits_cleanly(
     command = [
         sys.executable,
         "-m",
-        PROG,
+        MODULE,
         f"--set=pipeline.name={topic}",
         f"--set=pipeline.root={root}",
         f"--set=kafka.bootstrap_servers={bootstrap}",

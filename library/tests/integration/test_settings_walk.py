@@ -39,5 +39,5 @@ def test_a_run_visits_each_module_with_the_settings_at_most_three_times(
     assert summary.batches, "the run committed nothing, so the walk proves little"
     module, count = walk.most_visited(calls)
     print(f"settings walk ({len(walk.visits(calls))} visits): {walk.describe(calls)}")
-    assert "app.run" in calls, "the tracer missed the run itself"
+    assert "run.command" in calls, "the tracer missed the run itself"
     assert count <= MAX_VISITS, f"{module} is visited {count} times: {walk.describe(calls)}"

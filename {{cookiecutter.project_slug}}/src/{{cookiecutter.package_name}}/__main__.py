@@ -1,5 +1,5 @@
-"""Allow ``python -m <package>``."""
+"""Allow ``python -m {{ cookiecutter.package_name }}``."""
 
-from .cli import main
+from {{ cookiecutter.package_name }}.pipeline import main
 
 raise SystemExit(main())

@@ -1,0 +1,52 @@
+"""Does the parser's pure-Python mirror agree with Spark on a project's own events?
+
+``upgrade plan`` reads event times with the mirror, without a JVM. A project checks it on
+records of its own schema: every record the mirror is sure of must get Spark's verdict and
+event time exactly; where it is unsure, the plan replays more, which is safe.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from pyspark_kafka_upgrade.query.columns import EVENT_TIME, MALFORMED_REASON
+from pyspark_kafka_upgrade.query.event_parser import EventParser
+from pyspark_kafka_upgrade.spark import steps
+from pyspark_kafka_upgrade.testing.frames import kafka_rows, project_recipe
+from pyspark_kafka_upgrade.values.project import Project
+
+
+def mirror_disagreements(
+    spark: SparkSession, project: Project, values: Sequence[bytes | None], *overrides: str
+) -> list[str]:
+    """One line per record where the mirror, sure of itself, differs from Spark."""
+    recipe = project_recipe(project, *overrides)
+    stamps = [1_795_000_000_123] * len(values)
+    parsed = steps.parse_events(kafka_rows(spark, values, timestamps_ms=stamps), recipe)
+    spark_answers = {
+        row.offset: (row[MALFORMED_REASON], row.us)
+        for row in parsed.select(
+            "offset", MALFORMED_REASON, F.unix_micros(EVENT_TIME).alias("us")
+        ).collect()
+    }
+    mirror = EventParser(
+        events=recipe.events,
+        time_source=recipe.time_source,
+        time_field=recipe.time_field,
+        max_value_bytes=recipe.max_value_bytes,
+    )
+    found = []
+    for offset, value in enumerate(values):
+        mine = mirror.parse(value, stamps[offset] * 1000)
+        if mine.unsure is not None:
+            continue
+        theirs = spark_answers[offset]
+        if (mine.reason, mine.event_time_us) != theirs:
+            found.append(
+                f"record {offset} {value!r}: Spark gives {theirs}, the mirror "
+                f"{(mine.reason, mine.event_time_us)}"
+            )
+    return found

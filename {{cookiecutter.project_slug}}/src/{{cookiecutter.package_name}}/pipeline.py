@@ -1,0 +1,37 @@
+"""Where this project plugs into the library: its command, settings, events and query.
+
+``{{ cookiecutter.package_name }} run`` starts the current generation: the library attaches
+the offset ledger's listener (every committed batch's offsets, watermark and event-time
+bounds, into the store ``[ledger]`` names) and starts the query at the checkpoint, or at the
+restart offsets of the plan ``upgrade apply`` recorded. ``upgrade plan`` and ``upgrade apply``
+compare this project's signature with the one the running generation recorded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from importlib import resources
+from typing import NoReturn
+
+from pyspark_kafka_upgrade import cli
+from pyspark_kafka_upgrade.values.project import Project
+
+from {{ cookiecutter.package_name }} import __version__, events, query
+
+PROJECT = Project(
+    command="{{ cookiecutter.package_name }}",
+    version=__version__,
+    defaults=resources.files(__package__).joinpath("defaults.toml").read_text("utf-8"),
+    events=events.EVENTS,
+    query=query,
+)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The command line: `run`, `upgrade plan/apply/show/rollback`, `checkpoint show`..."""
+    return cli.main(PROJECT, argv)
+
+
+def console() -> NoReturn:
+    """The console script; raises its exit code, which some launchers would otherwise drop."""
+    cli.console(PROJECT)

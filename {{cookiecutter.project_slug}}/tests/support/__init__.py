@@ -1,1 +1,0 @@
-"""Helpers shared by the test suite: Kafka test backends and deadline-based waiting."""

@@ -1,0 +1,53 @@
+"""This project's events through its query's parsing: what counts, what is quarantined, and
+the parser's mirror (which `upgrade plan` reads event times with) agreeing with Spark."""
+
+from __future__ import annotations
+
+import json
+
+from pyspark.sql import SparkSession
+from pyspark_kafka_upgrade.testing.frames import kafka_rows, project_recipe
+from pyspark_kafka_upgrade.testing.mirror import mirror_disagreements
+
+from {{ cookiecutter.package_name }} import query
+from {{ cookiecutter.package_name }}.pipeline import PROJECT
+
+GOOD = {"article_id": "a1", "user_id": "u1", "event_time": "2026-11-22T10:15:00.250Z"}
+
+
+def event(**changes: object) -> bytes:
+    return json.dumps({**GOOD, **changes}).encode()
+
+
+def test_a_valid_event_counts_and_a_malformed_one_is_quarantined_with_its_reason(
+    spark: SparkSession,
+) -> None:
+    raw = kafka_rows(spark, [event(), event(article_id=None), b"not json", event(user_id=None)])
+    recipe = project_recipe(PROJECT)
+
+    quarantined = query.malformed_records(raw, recipe).orderBy("offset").collect()
+    counted = query.windowed_aggregates(raw, recipe).collect()
+
+    assert [(row.offset, row.reason) for row in quarantined] == [
+        (1, "required field 'article_id' is null"),
+        (2, "value is not valid JSON"),
+    ]
+    assert bytes(quarantined[1].value) == b"not json"
+    # user_id is optional: its event counts.
+    assert [(row.article_id, row.views) for row in counted] == [("a1", 2)]
+
+
+def test_the_parsers_mirror_agrees_with_spark_on_these_events(spark: SparkSession) -> None:
+    samples = [
+        event(),
+        event(user_id=None),
+        event(event_time="2026-11-22T10:15:00+01:00"),
+        event(event_time="2026-11-22 10:15"),
+        event(article_id=7),
+        json.dumps({"article_id": "a1"}).encode(),
+        event() + b" trailing",
+        b"[1, 2]",
+        b"",
+        None,
+    ]
+    assert mirror_disagreements(spark, PROJECT, samples) == []
