@@ -12,11 +12,12 @@ from pyspark_kafka_upgrade.testing.mirror import mirror_disagreements
 from {{ cookiecutter.package_name }} import query
 from {{ cookiecutter.package_name }}.pipeline import PROJECT
 
-GOOD = {"article_id": "a1", "user_id": "u1", "event_time": "2026-11-22T10:15:00.250Z"}
+from samples import page_view
 
 
 def event(**changes: object) -> bytes:
-    return json.dumps({**GOOD, **changes}).encode()
+    """A page view with some fields changed (None: JSON null)."""
+    return json.dumps({**page_view(15, "a1"), **changes}).encode()
 
 
 def test_a_valid_event_counts_and_a_malformed_one_is_quarantined_with_its_reason(

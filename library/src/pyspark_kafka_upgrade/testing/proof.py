@@ -2,10 +2,10 @@
 
 ``prove_upgrade`` plays the procedure a team follows, on a real broker and the project's own
 query: version 1 reads the first events and stops with windows still open; version 2 makes a
-change its checkpoint cannot carry, so ``upgrade plan`` plans a new generation and
-``upgrade apply`` applies it; more events arrive and version 2 runs. Then every window each
-generation committed (read through its own ``_spark_metadata``) is compared with what an
-uninterrupted run must write, computed here from the events themselves:
+change its checkpoint cannot carry, so ``run`` refuses it, ``upgrade plan`` plans a new
+generation and ``upgrade apply`` applies it; more events arrive and version 2 runs. Then
+every window each generation committed (read through its own ``_spark_metadata``) is
+compared with what an uninterrupted run must write, computed here from the events:
 
 - a window is written once the watermark reaches its end (W, from the checkpoint's files);
 - each window and key is written by exactly one generation, once;
@@ -28,8 +28,10 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from pyspark_kafka_upgrade.errors import PipelineError
 from pyspark_kafka_upgrade.model.advice import Verdict
 from pyspark_kafka_upgrade.model.plan import UpgradePlan
+from pyspark_kafka_upgrade.run.bookkeeping import UpgradeRequiredError
 from pyspark_kafka_upgrade.run.command import RunRequest, run_pipeline
 from pyspark_kafka_upgrade.settings import Settings, load_settings
 from pyspark_kafka_upgrade.testing import kafka_backends as kafka
@@ -98,14 +100,15 @@ def prove_upgrade(
     version_2: Sequence[str],
     partitions: int = 2,
     settings: Sequence[str] = (),
-    run: Callable[[Sequence[str]], None] | None = None,
+    run: Callable[[Sequence[str]], int] | None = None,
 ) -> ProofReport:
     """Run version 1 on ``events[:stop_after]``, upgrade to ``version_2`` (settings that need
     a new checkpoint), run it on the rest, and compare every window with the oracle.
 
     ``settings`` are ``section.key=value`` overrides both versions run with. ``run`` runs one
-    version until it has caught up, given its overrides (``--set`` arguments); by default in
-    this process, on ``spark``. Plan and apply always run here, as an operator's would.
+    version until it has caught up, given its overrides (``--set`` arguments), and returns
+    the command's exit code; by default in this process, on ``spark``. Plan and apply always
+    run here, as an operator's would.
     """
     bootstrap = kafka_backend.bootstrap_servers
     topic = kafka.unique_topic("proof")
@@ -127,13 +130,18 @@ def prove_upgrade(
     upgraded = load_settings(project, env={}, overrides=overrides_2).settings
     records = _records(version_1, events, partitions)
 
-    def in_process(overrides: Sequence[str]) -> None:
+    def in_process(overrides: Sequence[str]) -> int:
         settings = load_settings(project, env={}, overrides=overrides).settings
-        run_pipeline(RunRequest(settings=settings, available_now=True, echo=_quiet), spark)
+        try:
+            run_pipeline(RunRequest(settings=settings, available_now=True, echo=_quiet), spark)
+        except PipelineError as refused:
+            return refused.exit_code
+        return 0
 
     runs = run or in_process
     kafka.produce(bootstrap, topic, records[:stop_after])
-    runs(base)
+    _expect(runs(base), 0, "version 1")
+    _expect(runs(overrides_2), UpgradeRequiredError.exit_code, "version 2 on the old checkpoint")
     plan = UpgradePlan.from_json(
         json.loads(
             plan_command(upgraded, as_json=True, accept_data_loss=False, spark=lambda: spark)
@@ -146,7 +154,7 @@ def prove_upgrade(
         )
     apply_command(upgraded, accept_data_loss=False, spark=lambda: spark)
     kafka.produce(bootstrap, topic, records[stop_after:])
-    runs(overrides_2)
+    _expect(runs(overrides_2), 0, "version 2 from the plan")
     return _compare(spark, version_1, upgraded, events, plan)
 
 
@@ -162,6 +170,11 @@ def _records(settings: Settings, events: Sequence[Event], partitions: int) -> li
         )
         for index, event in enumerate(events)
     ]
+
+
+def _expect(code: int, expected: int, what: str) -> None:
+    if code != expected:
+        raise AssertionError(f"{what} exited {code}, expected {expected}")
 
 
 def _quiet(line: str) -> None:
