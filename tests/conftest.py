@@ -30,7 +30,17 @@ ALL_COMBINATIONS: list[dict[str, str]] = [
 ]
 BIN_DIR = Path(sys.executable).parent
 # What tools leave behind when run inside the template; cookiecutter would bake it too.
-WORKING_DEBRIS = (".venv", "build", "__pycache__", ".mypy_cache", ".ruff_cache", ".pytest_cache")
+WORKING_DEBRIS = (
+    ".venv",
+    ".venv-*",
+    "build",
+    "dist",
+    "__pycache__",
+    ".mypy_cache",
+    ".ruff_cache",
+    ".pytest_cache",
+    ".import_linter_cache",
+)
 
 
 # Lines from the generated project's own test run, repeated at the end of this run's report.

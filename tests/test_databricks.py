@@ -25,7 +25,7 @@ import pytest
 import yaml
 from conftest import BIN_DIR, CHOICES, bake, clean_template, run_tool
 from databricks.bundles.jobs import Job
-from test_generated_files import TEMPLATE_LEFTOVER, expected_files, generated_files
+from test_generated_files import TEMPLATE_LEFTOVER, expected_files, generated_files, text_files
 
 PACKAGE = "page_views_pipeline"
 BUNDLE_FILES = {
@@ -104,7 +104,7 @@ def test_no_template_syntax_is_left_in_the_bundle(bundles: dict[str, Path]) -> N
     leftovers = [
         f"{store}/{name}: {match.group()!r}"
         for store, project in bundles.items()
-        for name in sorted(generated_files(project) - {".cookiecutter.json"})
+        for name in sorted(text_files(project) - {".cookiecutter.json"})
         for match in TEMPLATE_LEFTOVER.finditer((project / name).read_text(encoding="utf-8"))
     ]
     assert leftovers == []
@@ -363,17 +363,22 @@ def test_the_jobs_run_on_classic_compute_with_a_spark_4_runtime(bundles: dict[st
         assert "continuous" not in bundle.jobs[name][1] and "schedule" not in bundle.jobs[name][1]
 
 
-def test_every_task_installs_the_wheel_the_artifact_builds(bundles: dict[str, Path]) -> None:
+def test_every_task_installs_the_library_and_the_wheel_the_artifact_builds(
+    bundles: dict[str, Path],
+) -> None:
     project = bundles["sqlite"]
     bundle = load_bundle(project)
     [artifact] = bundle.root["artifacts"].values()
     assert artifact["type"] == "whl"
     assert "pip wheel --no-deps --wheel-dir dist ." in artifact["build"]
     dist = (project / artifact["path"] / "dist").resolve()
+    wheels = (project / "wheels").resolve()
     for name, (path, job) in bundle.jobs.items():
-        # A library path is relative to the file that names it, not to databricks.yml.
-        [library] = the_task(job)["libraries"]
-        assert (path.parent / library["whl"]).resolve() == dist / "*.whl", name
+        # A library path is relative to the file that names it, not to databricks.yml. The
+        # pinned library first: the project's wheel depends on it, and no index holds it.
+        libraries = [(path.parent / entry["whl"]).resolve() for entry in the_task(job)["libraries"]]
+        assert libraries == [wheels / "*.whl", dist / "*.whl"], name
+        assert list(wheels.glob("pyspark_kafka_upgrade-*.whl")), "no library wheel beside it"
 
 
 # --- the jobs, against the generated wheel and command line ----------------------------
@@ -401,7 +406,7 @@ def test_the_wheel_provides_every_tasks_package_and_entry_point(
         ]
     # The runtime brings Spark: pyspark from PyPI installed over it would shadow it. Only
     # the `spark` extra, for local runs, asks for it.
-    assert [r for r in requires if r.startswith("pyspark")] == [
+    assert [r for r in requires if re.match(r"pyspark\b(?!-)", r)] == [
         "pyspark<4.3,>=4.0; extra == 'spark'"
     ], requires
     # Databricks finds the entry point in the metadata of the distribution package_name names.
@@ -435,14 +440,15 @@ def test_the_upgrade_jobs_plan_and_apply_with_the_pipelines_settings(
 
 PARSE = """
 import json, sys
-from {package} import cli
-from {package}.app import configuration
-from {package}.ledger.opening import installed_stores
+from pyspark_kafka_upgrade import cli
+from pyspark_kafka_upgrade.config import command as configuration
+from pyspark_kafka_upgrade.ledger.opening import installed_stores
+from {package}.pipeline import PROJECT
 
 report = {{}}
 for name, parameters in json.loads(sys.argv[1]).items():
-    args = cli.parse_args(parameters)
-    settings = configuration.load(args.config, args.overrides).settings
+    args = cli.parse_args(PROJECT, parameters)
+    settings = configuration.load(PROJECT, args.config, args.overrides).settings
     report[name] = {{
         "command": [args.command, getattr(args, "upgrade_command", None)],
         "plan": str(getattr(args, "plan", None)),

@@ -1,9 +1,9 @@
-"""Each baked project passes its own checks.
+"""Each baked project passes its own checks, against the library it pins.
 
-The default combination runs its full `make test` in a virtualenv of its own, exactly as a
-user would. The other combinations share this environment's tools: lint, mypy --strict, the
-import layers, an import of every module, and the offset store contract tests for the store
-they chose.
+The default project, and one with every answer changed, each run their full `make test` in a
+virtualenv of their own, exactly as a user would: the library comes from the wheel the bake
+put beside them. The other combinations share this environment's tools: lint, mypy
+--strict, the import layers, an import of every module, and the deployment files' tests.
 """
 
 from __future__ import annotations
@@ -28,6 +28,28 @@ from conftest import (
 
 PACKAGE = "page_views_pipeline"
 NON_DEFAULT = [c for c in ALL_COMBINATIONS if c != DEFAULT_COMBINATION]
+# Every answer other than the default: another name, topic, window, format, store, connector.
+OTHER_ANSWERS = {
+    "project_name": "Ad Clicks",
+    "package_name": "ad_clicks",
+    "kafka_topic": "ad.clicks-v2",
+    "window_duration": "1 hour",
+    "window_slide": "15 minutes",
+    "watermark_delay": "20 minutes",
+    "sink_format": "orc",
+    "offset_store": "postgres",
+    "kafka_connector": "builtin",
+}
+REPORT = "-rfEsxXp"
+CLUSTER_TEST = (
+    "tests/integration/test_cluster_submit.py::"
+    "test_an_upgrade_on_the_cluster_loses_nothing_and_writes_nothing_twice"
+)
+PROOF_TEST = (
+    "tests/integration/test_upgrade.py::test_an_upgrade_loses_no_event_and_writes_no_window_twice"
+)
+# The slowest tests' wall times, in the log: the cluster test's among them.
+DURATIONS = "--durations=8"
 
 
 def working_copy(project: Path, tmp_path: Path) -> Path:
@@ -35,66 +57,43 @@ def working_copy(project: Path, tmp_path: Path) -> Path:
     return Path(shutil.copytree(project, tmp_path / project.name))
 
 
-@pytest.fixture(scope="module")
-def default_working_copy(
-    baked_projects: dict[str, Path], tmp_path_factory: pytest.TempPathFactory
-) -> Path:
-    """One copy of the default project for both connector runs: one virtualenv, made once."""
-    return working_copy(
-        baked_projects[combination_id(DEFAULT_COMBINATION)], tmp_path_factory.mktemp("default")
-    )
-
-
-# The whole suite (lint, unit, integration) on Spark's built-in connector, then the
-# integration suite again on the pip-only source: the unit tests read no Kafka, so they would
-# only repeat themselves.
-CONNECTOR_RUNS = [("builtin", "test"), ("python", "integration")]
-REPORT = "-rfEsxXp"
-PARITY_TEST = "tests/integration/test_builtin_connector.py::test_both_connectors_read_identical"
-# The packaged job on a real standalone cluster: CI must run it on each connector.
-CLUSTER_TEST = (
-    "tests/integration/test_cluster_submit.py::"
-    "test_version_1_then_the_upgrade_then_version_2_on_a_standalone_cluster"
-)
-# The slowest tests' wall times, in the log: the cluster test's among them.
-DURATIONS = "--durations=8"
-
-
-@pytest.mark.parametrize(
-    ("connector", "target"), CONNECTOR_RUNS, ids=[c for c, _ in CONNECTOR_RUNS]
-)
-def test_default_project_passes_its_own_suite_on_each_connector(
-    default_working_copy: Path, connector: str, target: str
-) -> None:
+def make_test(project: Path, label: str, connector: str) -> list[str]:
+    """The project's own `make test`, on Apache Kafka; its report lines."""
     # Every test's outcome, one line each (not -rA: that also prints what passing tests
-    # captured, inner pytest runs included): the log shows which ran; the checks read it.
+    # captured): the log shows which ran; the checks read it.
     result = run_tool(
-        ["make", target],
-        cwd=default_working_copy,
+        ["make", "test"],
+        cwd=project,
         # Apache Kafka even where Docker would make auto pick Testcontainers: this run
         # proves the upgrade on the broker teams run.
-        env={
-            "KAFKA_CONNECTOR": connector,
-            "KAFKA_BACKEND": "apache",
-            "PYTEST_ADDOPTS": f"{REPORT} {DURATIONS}",
-        },
-        timeout=3000,
+        env={"KAFKA_BACKEND": "apache", "PYTEST_ADDOPTS": f"{REPORT} {DURATIONS}"},
+        timeout=2400,
     )
-    lines = report_generated_run(f"[{connector}]", result.stdout)
+    lines = report_generated_run(label, result.stdout)
     headers = [line for line in lines if line.startswith(("kafka backend: ", "kafka connector: "))]
     assert any(line.startswith("kafka backend: ") for line in headers), "no Kafka backend named"
     assert f"kafka connector: {connector}" in "\n".join(headers), headers
-    assert any(line.startswith(f"PASSED {PARITY_TEST}") for line in lines), (
-        "the test that both connectors read identical DataFrames did not pass"
-    )
-    assert any(line.startswith(f"PASSED {CLUSTER_TEST}") for line in lines), (
-        "the upgrade on a standalone cluster did not pass"
-    )
+    for test in (PROOF_TEST, CLUSTER_TEST):
+        assert any(line.startswith(f"PASSED {test}") for line in lines), f"{test} did not pass"
     if os.environ.get("CI"):
-        # Nothing may skip in CI: every skip would hide a core test.
+        # Nothing may skip in CI: every skip would hide a test.
         assert [line for line in lines if line.startswith("SKIPPED")] == []
         # CI machines have Java and Maven: the suite must run on real Apache Kafka 4.x.
         assert "Apache Kafka 4." in "\n".join(headers), headers
+    return lines
+
+
+def test_the_default_project_passes_its_own_make_test(
+    baked_projects: dict[str, Path], tmp_path: Path
+) -> None:
+    project = working_copy(baked_projects[combination_id(DEFAULT_COMBINATION)], tmp_path)
+    make_test(project, "[default]", DEFAULT_COMBINATION["kafka_connector"])
+
+
+def test_a_project_with_every_answer_changed_passes_its_own_make_test(tmp_path: Path) -> None:
+    project = bake(tmp_path / "baked", **OTHER_ANSWERS)
+    lines = make_test(project, "[other answers]", OTHER_ANSWERS["kafka_connector"])
+    assert any(line.startswith("PASSED tests/test_signature.py::") for line in lines)
 
 
 def report_generated_run(label: str, stdout: str) -> list[str]:
@@ -104,43 +103,12 @@ def report_generated_run(label: str, stdout: str) -> list[str]:
         line
         for line in lines
         if line.startswith(("kafka backend: ", "kafka connector: "))
-        or line.startswith((f"PASSED {PARITY_TEST}", f"PASSED {CLUSTER_TEST}"))
+        or line.startswith((f"PASSED {PROOF_TEST}", f"PASSED {CLUSTER_TEST}"))
         or (line.startswith("=") and " passed" in line)
-        or (" call " in line and "tests/integration/" in line and line.split()[0].endswith("s"))
+        or (" call " in line and "tests/" in line and line.split()[0].endswith("s"))
     ]
     GENERATED_PROJECT_REPORT.extend(f"{label} {line}" for line in dict.fromkeys(shown))
     return lines
-
-
-# The oldest Spark the project supports, as the platforms run it (Databricks 17.3 LTS is
-# Spark 4.0.0): the integration suite on the built-in connector, in a virtualenv of its own.
-OLDEST = "constraints-oldest.txt"
-
-
-def test_default_project_passes_its_integration_suite_on_the_oldest_spark(
-    default_working_copy: Path,
-) -> None:
-    pins = dict(
-        line.split("==", 1)
-        for line in (default_working_copy / OLDEST).read_text().splitlines()
-        if "==" in line and not line.startswith("#")
-    )
-    result = run_tool(
-        ["make", "integration", "VENV=.venv-oldest", f"CONSTRAINTS={OLDEST}"],
-        cwd=default_working_copy,
-        env={
-            "KAFKA_CONNECTOR": "builtin",
-            "KAFKA_BACKEND": "apache",
-            "PYTEST_ADDOPTS": f"{REPORT} {DURATIONS}",
-        },
-        timeout=3000,
-    )
-    lines = report_generated_run(f"[builtin, Spark {pins['pyspark']}]", result.stdout)
-    assert f"Spark {pins['pyspark']}, master local[1])" in result.stdout
-    assert any(line.startswith(f"PASSED {CLUSTER_TEST}") for line in lines)
-    if os.environ.get("CI"):
-        assert [line for line in lines if line.startswith("SKIPPED")] == []
-        assert "Apache Kafka 4." in result.stdout
 
 
 @pytest.mark.parametrize("combination", NON_DEFAULT, ids=combination_id)
@@ -196,21 +164,6 @@ def varying(field: str) -> list[dict[str, str]]:
     ]
 
 
-STORE_COMBINATIONS = [c for c in varying("offset_store") if c != DEFAULT_COMBINATION]
-
-
-@pytest.mark.parametrize("combination", STORE_COMBINATIONS, ids=combination_id)
-def test_chosen_offset_store_passes_the_contract_tests(
-    baked_projects: dict[str, Path], combination: dict[str, str], tmp_path: Path
-) -> None:
-    project = working_copy(baked_projects[combination_id(combination)], tmp_path)
-    result = run_generated_tests(project, "tests/contract", "-v")
-    assert f"[{combination['offset_store']}" in result.stdout
-    if os.environ.get("CI"):
-        # Where CI runs, PostgreSQL is there: a skipped store test would hide a failure.
-        assert " skipped" not in result.stdout, result.stdout
-
-
 CONNECTOR_COMBINATIONS = varying("kafka_connector")
 
 
@@ -221,7 +174,7 @@ def test_the_deployment_files_are_valid_and_agree_for_each_connector(
     # The manifest asks for the connector's package only when the project's connector is
     # the built-in one: each rendering is checked, not only the default's.
     project = working_copy(baked_projects[combination_id(combination)], tmp_path)
-    result = run_generated_tests(project, "tests/unit/test_deploy_files.py")
+    result = run_generated_tests(project, "tests/test_deploy_files.py")
     assert " passed" in result.stdout and " failed" not in result.stdout, result.stdout
     manifest = (project / "deploy" / "kubernetes" / "sparkapplication.yaml").read_text()
     assert ("spark-sql-kafka-0-10_2.13" in manifest) == (

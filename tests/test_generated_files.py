@@ -2,17 +2,26 @@
 
 from __future__ import annotations
 
-import importlib.util
+import ast
 import json
 import re
-import sys
+import tomllib
+import zipfile
 from pathlib import Path
-from types import ModuleType
 
+import pyspark_kafka_upgrade
 import pytest
-from conftest import ALL_COMBINATIONS, CHOICE_FIELDS, CHOICES, DEFAULT_COMBINATION, combination_id
+from conftest import (
+    ALL_COMBINATIONS,
+    CHOICE_FIELDS,
+    CHOICES,
+    TEMPLATE_DIR,
+    combination_id,
+)
+from pyspark_kafka_upgrade.values import catalog
 
 PACKAGE = "src/page_views_pipeline"
+LIBRARY_VERSION = pyspark_kafka_upgrade.__version__
 
 COMMON_FILES = {
     ".cookiecutter.json",
@@ -21,215 +30,34 @@ COMMON_FILES = {
     ".gitignore",
     "Makefile",
     "README.md",
-    "bench/connector_comparison.py",
-    "bench/harness.py",
-    "bench/listener_overhead.py",
-    "bench/planner_speed.py",
-    "bench/source_throughput.py",
-    "bench/upgrade_downtime.py",
     "constraints-oldest.txt",
     "constraints.txt",
-    "demo/upgrade_demo.py",
     "deploy/kubernetes/sparkapplication.yaml",
     "deploy/main.py",
     "deploy/submit.sh",
-    "docs/ARCHITECTURE.md",
     "docs/DEPLOY.md",
     "pipeline.toml",
     "pyproject.toml",
     f"{PACKAGE}/__init__.py",
     f"{PACKAGE}/__main__.py",
-    f"{PACKAGE}/app/__init__.py",
-    f"{PACKAGE}/app/checkpoint_command.py",
-    f"{PACKAGE}/app/configuration.py",
-    f"{PACKAGE}/app/connector_command.py",
-    f"{PACKAGE}/app/inspect.py",
-    f"{PACKAGE}/app/output_command.py",
-    f"{PACKAGE}/app/progress.py",
-    f"{PACKAGE}/app/queries.py",
-    f"{PACKAGE}/app/run.py",
-    f"{PACKAGE}/app/run_bookkeeping.py",
-    f"{PACKAGE}/app/supervisor.py",
-    f"{PACKAGE}/checkpoint/__init__.py",
-    f"{PACKAGE}/checkpoint/commit_log.py",
-    f"{PACKAGE}/checkpoint/errors.py",
-    f"{PACKAGE}/checkpoint/log_files.py",
-    f"{PACKAGE}/checkpoint/offset_log.py",
-    f"{PACKAGE}/checkpoint/query_metadata.py",
-    f"{PACKAGE}/checkpoint/reader.py",
-    f"{PACKAGE}/checkpoint/sink_log.py",
     f"{PACKAGE}/cli.py",
     f"{PACKAGE}/defaults.toml",
-    f"{PACKAGE}/errors.py",
-    f"{PACKAGE}/generation/__init__.py",
-    f"{PACKAGE}/generation/generations.py",
-    f"{PACKAGE}/generation/layout.py",
-    f"{PACKAGE}/generation/run_lock.py",
-    f"{PACKAGE}/generation/signature.py",
-    f"{PACKAGE}/ledger/__init__.py",
-    f"{PACKAGE}/ledger/errors.py",
-    f"{PACKAGE}/ledger/listener.py",
-    f"{PACKAGE}/ledger/opening.py",
-    f"{PACKAGE}/ledger/records.py",
-    f"{PACKAGE}/ledger/registry.py",
-    f"{PACKAGE}/ledger/sqlite_store.py",
-    f"{PACKAGE}/ledger/store.py",
-    f"{PACKAGE}/planner/__init__.py",
-    f"{PACKAGE}/planner/advisor.py",
-    f"{PACKAGE}/planner/decide.py",
-    f"{PACKAGE}/planner/errors.py",
-    f"{PACKAGE}/planner/facts.py",
-    f"{PACKAGE}/planner/history.py",
-    f"{PACKAGE}/planner/late_records.py",
-    f"{PACKAGE}/planner/plan.py",
-    f"{PACKAGE}/planner/render.py",
-    f"{PACKAGE}/planner/replay_filter.py",
-    f"{PACKAGE}/planner/restart.py",
-    f"{PACKAGE}/planner/retention.py",
-    f"{PACKAGE}/planner/signature.py",
-    f"{PACKAGE}/planner/staleness.py",
-    f"{PACKAGE}/planner/tightening.py",
-    f"{PACKAGE}/planner/windows.py",
-    f"{PACKAGE}/planner/words.py",
+    f"{PACKAGE}/events.py",
+    f"{PACKAGE}/pipeline.py",
     f"{PACKAGE}/py.typed",
-    f"{PACKAGE}/settings.py",
-    f"{PACKAGE}/sink/__init__.py",
-    f"{PACKAGE}/sink/formats.py",
-    f"{PACKAGE}/sink/reader.py",
-    f"{PACKAGE}/sink/writer.py",
-    f"{PACKAGE}/source/__init__.py",
-    f"{PACKAGE}/source/connector.py",
-    f"{PACKAGE}/source/connectors.py",
-    f"{PACKAGE}/source/data_loss.py",
-    f"{PACKAGE}/source/errors.py",
-    f"{PACKAGE}/source/initial_offsets.py",
-    f"{PACKAGE}/source/kafka_metadata.py",
-    f"{PACKAGE}/source/options.py",
-    f"{PACKAGE}/source/partition_reader.py",
-    f"{PACKAGE}/source/pykafka.py",
-    f"{PACKAGE}/source/ranges.py",
-    f"{PACKAGE}/source/rate_limit.py",
-    f"{PACKAGE}/source/schema.py",
-    f"{PACKAGE}/source/starting_offsets.py",
-    f"{PACKAGE}/spark/__init__.py",
-    f"{PACKAGE}/spark/cluster_storage.py",
-    f"{PACKAGE}/spark/errors.py",
-    f"{PACKAGE}/spark/kafka_jars.py",
-    f"{PACKAGE}/spark/maven.py",
-    f"{PACKAGE}/spark/progress_events.py",
-    f"{PACKAGE}/spark/session.py",
-    f"{PACKAGE}/storage.py",
-    f"{PACKAGE}/transformations/__init__.py",
-    f"{PACKAGE}/transformations/aggregate_types.py",
-    f"{PACKAGE}/transformations/aggregation.py",
-    f"{PACKAGE}/transformations/columns.py",
-    f"{PACKAGE}/transformations/event_parser.py",
-    f"{PACKAGE}/transformations/events.py",
-    f"{PACKAGE}/transformations/parsing.py",
-    f"{PACKAGE}/upgrade/__init__.py",
-    f"{PACKAGE}/upgrade/apply.py",
-    f"{PACKAGE}/upgrade/commands.py",
-    f"{PACKAGE}/upgrade/event_scan.py",
-    f"{PACKAGE}/upgrade/gather.py",
-    f"{PACKAGE}/upgrade/lookup.py",
-    f"{PACKAGE}/upgrade/plan_file.py",
-    f"{PACKAGE}/values/__init__.py",
-    f"{PACKAGE}/values/clock.py",
-    f"{PACKAGE}/values/json_fields.py",
-    f"{PACKAGE}/values/offsets.py",
-    f"{PACKAGE}/values/redaction.py",
-    f"{PACKAGE}/values/validation.py",
-    "tests/conftest.py",
-    "tests/contract/conftest.py",
-    "tests/contract/test_offset_store_contract.py",
-    "tests/contract/test_sqlite_store.py",
-    "tests/integration/test_builtin_connector.py",
+    f"{PACKAGE}/query.py",
     "tests/integration/test_cluster_submit.py",
-    "tests/integration/test_demo.py",
-    "tests/integration/test_kafka_backend_smoke.py",
-    "tests/integration/test_pipeline_run.py",
-    "tests/integration/test_proof_damaged_ledger.py",
-    "tests/integration/test_proof_kill_trials.py",
-    "tests/integration/test_proof_late_events.py",
-    "tests/integration/test_proof_negative_controls.py",
-    "tests/integration/test_proof_topology.py",
-    "tests/integration/test_proof_upgrade_kills.py",
-    "tests/integration/test_pykafka_crash.py",
-    "tests/integration/test_pykafka_data_loss.py",
-    "tests/integration/test_pykafka_source.py",
-    "tests/integration/test_pykafka_triggers.py",
-    "tests/integration/test_run_command.py",
-    "tests/integration/test_settings_walk.py",
     "tests/integration/test_upgrade.py",
-    "tests/integration/test_upgrade_refusals.py",
-    "tests/support/__init__.py",
-    "tests/support/append_simulator.py",
-    "tests/support/background_run.py",
-    "tests/support/driver_process.py",
-    "tests/support/fake_repository.py",
-    "tests/support/fake_world.py",
-    "tests/support/kafka_backends.py",
-    "tests/support/kill_after_step.py",
-    "tests/support/ledger_damage.py",
-    "tests/support/offset_stores.py",
-    "tests/support/oracle.py",
-    "tests/support/pipelines.py",
-    "tests/support/plans.py",
-    "tests/support/pykafka_streams.py",
-    "tests/support/settings_walk.py",
-    "tests/support/soak_table.py",
-    "tests/support/spark.py",
-    "tests/support/spark_cluster.py",
-    "tests/support/stalled_driver.py",
-    "tests/support/waiting.py",
-    "tests/unit/test_advisor.py",
-    "tests/unit/test_aggregate_types.py",
-    "tests/unit/test_checkpoint_inspector.py",
-    "tests/unit/test_checkpoint_reader.py",
-    "tests/unit/test_cli.py",
-    "tests/unit/test_cluster_storage.py",
-    "tests/unit/test_connector_options.py",
-    "tests/unit/test_decide.py",
-    "tests/unit/test_deploy_files.py",
-    "tests/unit/test_event_parser.py",
-    "tests/unit/test_kafka_backend_choice.py",
-    "tests/unit/test_layers.py",
-    "tests/unit/test_ledger_listener.py",
-    "tests/unit/test_maven.py",
-    "tests/unit/test_offsets.py",
-    "tests/unit/test_output_reader.py",
-    "tests/unit/test_plan.py",
-    "tests/unit/test_planner.py",
-    "tests/unit/test_planner_properties.py",
-    "tests/unit/test_progress_events.py",
-    "tests/unit/test_progress_line.py",
-    "tests/unit/test_redaction.py",
-    "tests/unit/test_render.py",
-    "tests/unit/test_run_bookkeeping.py",
-    "tests/unit/test_run_lock.py",
-    "tests/unit/test_settings.py",
-    "tests/unit/test_source_initial_offsets.py",
-    "tests/unit/test_source_options.py",
-    "tests/unit/test_source_ranges.py",
-    "tests/unit/test_source_rate_limit.py",
-    "tests/unit/test_source_schema.py",
-    "tests/unit/test_spark_session_checks.py",
-    "tests/unit/test_staleness.py",
-    "tests/unit/test_supervisor.py",
-    "tests/unit/test_transformations.py",
-    "tests/unit/test_upgrade_commands.py",
-    "tests/unit/test_validation.py",
+    "tests/samples.py",
+    "tests/test_deploy_files.py",
+    "tests/test_events.py",
+    "tests/test_query.py",
+    "tests/test_signature.py",
+    f"wheels/pyspark_kafka_upgrade-{LIBRARY_VERSION}-py3-none-any.whl",
 }
-FILES_PER_CHOICE = {
-    ("offset_store", "postgres"): {
-        f"{PACKAGE}/ledger/postgres_store.py",
-        "tests/contract/test_postgres_store.py",
-    },
-    ("offset_store", "filesystem"): {
-        f"{PACKAGE}/ledger/filesystem_store.py",
-        "tests/contract/test_filesystem_store.py",
-    },
-}
+# Every option is settings or dependencies now; only the Databricks bundle adds files
+# (tests/test_databricks.py checks those).
+FILES_PER_CHOICE: dict[tuple[str, str], set[str]] = {}
 # "${{ ... }}" is a GitHub Actions expression, meant to survive baking.
 TEMPLATE_LEFTOVER = re.compile(r"(?<!\$)\{\{|\{%|cookiecutter\.")
 
@@ -242,11 +70,17 @@ def expected_files(combination: dict[str, str]) -> set[str]:
 
 
 def generated_files(project: Path) -> set[str]:
+    """Every file, the binary wheel included."""
     return {
         path.relative_to(project).as_posix()
         for path in project.rglob("*")
         if path.is_file() and "__pycache__" not in path.parts
     }
+
+
+def text_files(project: Path) -> set[str]:
+    """Every file a team reads and edits: all but the library's wheel."""
+    return {name for name in generated_files(project) if not name.endswith(".whl")}
 
 
 @pytest.mark.parametrize("combination", ALL_COMBINATIONS, ids=combination_id)
@@ -265,7 +99,7 @@ def test_no_template_syntax_is_left(
     project = baked_projects[combination_id(combination)]
     leftovers = [
         f"{name}: {match.group()!r}"
-        for name in sorted(generated_files(project))
+        for name in sorted(text_files(project))
         if name != ".cookiecutter.json"  # the answers file names its keys on purpose
         for match in TEMPLATE_LEFTOVER.finditer((project / name).read_text(encoding="utf-8"))
     ]
@@ -292,34 +126,62 @@ def test_choices_reach_the_generated_settings_and_dependencies(
     assert f'format = "{combination["sink_format"]}"' in defaults
     assert f'connector = "{combination["kafka_connector"]}"' in defaults
     assert f'store = "{combination["offset_store"]}"' in defaults
-    wants_psycopg = combination["offset_store"] == "postgres"
-    assert ("psycopg" in (project / "pyproject.toml").read_text()) is wants_psycopg
+    # The library, pinned; with its PostgreSQL extra for that store.
+    dependencies = tomllib.loads((project / "pyproject.toml").read_text())["project"]
+    extra = "[postgres]" if combination["offset_store"] == "postgres" else ""
+    assert dependencies["dependencies"] == [f"pyspark-kafka-upgrade{extra}=={LIBRARY_VERSION}"]
 
 
-def _load(path: Path) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"baked_{path.stem}", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look the module up while building a class
-    spec.loader.exec_module(module)
-    return module
+def test_the_template_offers_exactly_the_formats_connectors_and_stores_the_library_lists() -> None:
+    # One list each, in the library's catalog; cookiecutter.json must offer the same, in
+    # order (its first choice is the default). The hooks read the catalog's file themselves.
+    assert list(catalog.SINK_FORMATS) == CHOICES["sink_format"]
+    assert list(catalog.CONNECTORS) == CHOICES["kafka_connector"]
+    assert set(catalog.SOURCE_FORMATS) == set(catalog.CONNECTORS)
+    assert list(catalog.STORE_NAMES) == CHOICES["offset_store"]
+    assert list(catalog.STORES) == CHOICES["offset_store"]
 
 
-def test_the_template_offers_exactly_the_formats_connectors_and_stores_the_package_lists(
-    baked_projects: dict[str, Path],
+def test_the_wheel_beside_the_project_is_the_library_it_pins(default_project: Path) -> None:
+    [wheel] = (default_project / "wheels").glob("*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        metadata = archive.read(f"pyspark_kafka_upgrade-{LIBRARY_VERSION}.dist-info/METADATA")
+        names = set(archive.namelist())
+    assert f"Version: {LIBRARY_VERSION}" in metadata.decode()
+    # The library's own sources, as this checkout has them.
+    source = TEMPLATE_DIR / "library" / "src" / "pyspark_kafka_upgrade" / "values" / "catalog.py"
+    assert "pyspark_kafka_upgrade/values/catalog.py" in names
+    with zipfile.ZipFile(wheel) as archive:
+        assert archive.read("pyspark_kafka_upgrade/values/catalog.py") == source.read_bytes()
+
+
+@pytest.mark.parametrize("module", ["events.py", "query.py"])
+def test_the_default_project_is_the_librarys_reference_pipeline(
+    default_project: Path, module: str
 ) -> None:
-    # One list each, in the package; cookiecutter.json must offer the same, in order (its
-    # first choice is the default). The hooks read the package's lists themselves.
-    project = baked_projects[combination_id(DEFAULT_COMBINATION)]
-    formats = _load(project / PACKAGE / "sink" / "formats.py")
-    connectors = _load(project / PACKAGE / "source" / "connectors.py")
-    registry = _load(project / PACKAGE / "ledger" / "registry.py")
-    assert list(formats.SINK_FORMATS) == CHOICES["sink_format"]
-    assert list(connectors.CONNECTORS) == CHOICES["kafka_connector"]
-    assert set(connectors.SOURCE_FORMATS) == set(connectors.CONNECTORS)
-    assert list(registry.STORE_NAMES) == CHOICES["offset_store"]
-    assert list(registry.STORES) == CHOICES["offset_store"]
-    for name, kind in registry.STORES.items():
-        baked = baked_projects[combination_id({**DEFAULT_COMBINATION, "offset_store": name})]
-        assert (baked / PACKAGE / "ledger" / f"{kind.module}.py").is_file(), name
-        assert (baked / "tests" / "contract" / f"test_{kind.module}.py").is_file(), name
+    # The library proves itself on its reference pipeline: the default bake must be it.
+    example = TEMPLATE_DIR / "library" / "src" / "pyspark_kafka_upgrade" / "example" / module
+    baked = (default_project / PACKAGE / module).read_text()
+    assert _code(baked) == _code(example.read_text())
+
+
+def _code(source: str) -> str:
+    """The module's code, its docstrings and comments left out."""
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+            node.body = body[1:]  # type: ignore[attr-defined]
+    return ast.dump(tree)
+
+
+def test_a_team_owns_few_lines(default_project: Path) -> None:
+    """The generated project is its pipeline: at most 3,000 lines, tests, deploy and docs
+    included (the wheel is the library)."""
+    lines = {
+        name: len((default_project / name).read_text(encoding="utf-8").splitlines())
+        for name in text_files(default_project)
+    }
+    total = sum(lines.values())
+    print(f"the default project: {total} lines in {len(lines)} files")
+    assert total <= 3000, sorted(lines.items(), key=lambda item: -item[1])[:10]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import tomllib
@@ -98,6 +99,51 @@ def test_a_relative_template_path_bakes(tmp_path: Path) -> None:
         cwd=template.parent,
     )
     assert (tmp_path / "out" / "page-views-pipeline" / "pyproject.toml").is_file()
+
+
+# Loaded before anything else (as sitecustomize): any import of the library fails.
+BLOCK_THE_LIBRARY = """
+import sys
+
+class _Blocked:
+    def find_spec(self, name, path=None, target=None):
+        if name == "pyspark_kafka_upgrade" or name.startswith("pyspark_kafka_upgrade."):
+            raise ImportError(f"{name} imported while baking")
+        return None
+
+sys.meta_path.insert(0, _Blocked())
+"""
+
+
+@pytest.mark.parametrize(
+    ("answers", "refused"),
+    [([], False), (["kafka_topic=a b", "window_duration=soon"], True)],
+    ids=["good", "bad"],
+)
+def test_the_hooks_check_answers_without_importing_the_library(
+    tmp_path: Path, answers: list[str], refused: bool
+) -> None:
+    """The hooks check answers with the library's rules, read from its standard-library
+    modules (values/validation.py and values/catalog.py) by path: the one source of the
+    rules, usable before anything is installed."""
+    blocker = tmp_path / "blocker"
+    blocker.mkdir()
+    (blocker / "sitecustomize.py").write_text(BLOCK_THE_LIBRARY)
+    result = subprocess.run(
+        [COOKIECUTTER, str(clean_template()), "--no-input", "-o", str(tmp_path / "out"), *answers],
+        capture_output=True, text=True, timeout=600, check=False,
+        env={**os.environ, "PYTHONPATH": str(blocker)},
+    )  # fmt: skip
+    assert "imported while baking" not in result.stderr, result.stderr
+    if refused:
+        errors = [line for line in result.stderr.splitlines() if line.startswith("ERROR: ")]
+        assert [line.split("=")[0] for line in errors] == [
+            "ERROR: kafka_topic",
+            "ERROR: window_duration",
+        ], result.stderr
+    else:
+        assert result.returncode == 0, result.stderr
+        assert (tmp_path / "out" / "page-views-pipeline" / "wheels").is_dir()
 
 
 def test_every_broken_rule_is_reported_at_once(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 import yaml
 from conftest import ALL_COMBINATIONS, BIN_DIR, TEMPLATE_DIR, combination_id, run_tool
+from pyspark_kafka_upgrade.testing import ledgers
 
 PINNED_ACTION = re.compile(r"uses:\s*[\w.-]+/[\w.-]+@[0-9a-f]{40}\s+#\s*v\d")
 
@@ -75,23 +76,18 @@ def test_every_job_that_runs_tests_has_the_services_they_need(
     targets = {target for _, target in testing}
     assert "make test" in targets or {"make unit", "make integration"} <= targets, targets
 
-    # Where the tests look for PostgreSQL: read from the generated tests, not assumed.
-    reads_dsn = [
-        path.relative_to(project).as_posix()
-        for path in (project / "tests").rglob("*.py")
-        if DSN_VARIABLE in path.read_text()
-    ]
-    # The store's contract tests and the pipeline tests' ledgers both connect through it.
-    assert {"tests/contract/conftest.py", "tests/support/pipelines.py"} <= set(reads_dsn), reads_dsn
+    # The upgrade's proof keeps its ledger in the project's store, through the plugin,
+    # which reads the server's address from this variable.
+    assert ledgers.POSTGRES_DSN_ENV == DSN_VARIABLE
     for (name, target), job in testing.items():
         uses = [str(step.get("uses", "")) for step in job.get("steps", [])]
         # Spark runs in a JVM; the built-in connector's jars come from mvn (on the runner).
         assert any(u.startswith("actions/setup-java@") for u in uses), f"{name}: no Java"
         services = job.get("services") or {}
-        if combination["offset_store"] != "postgres":
+        if combination["offset_store"] != "postgres" or target == "make unit":
             assert "postgres" not in services, f"{name}: a PostgreSQL service nothing uses"
             continue
-        # Every store test and every pipeline test of this project keeps its ledger there.
+        # The integration tests of this project keep their ledger there.
         service = services.get("postgres")
         assert service is not None, f"{name} runs `{target}` without a PostgreSQL service"
         assert "5432:5432" in [str(p) for p in service.get("ports", [])], name

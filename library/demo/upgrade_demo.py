@@ -17,10 +17,10 @@ Kafka: KAFKA_BOOTSTRAP_SERVERS when set, else Testcontainers when a Docker daemo
 else Apache Kafka as a local process when Java and Maven can run it, else the local noida-db
 broker from PyPI: the same choice as the tests (KAFKA_BACKEND).
 Each run works in a fresh directory and on a topic of its own. `--connector builtin` plays
-it on Spark's JVM connector (its jars from SPARK_KAFKA_JARS, or Maven). `--submit URL`
-submits each `run` to that Spark cluster with deploy/submit.sh (after `make package`), and
-runs the other commands here, as an operator's machine would. Exit code 0 when the check
-holds, 1 when it does not, 2 when a step failed.
+it on Spark's JVM connector (its jars from SPARK_KAFKA_JARS, or Maven). It plays the
+library's reference pipeline (``pyspark_kafka_upgrade.example``), which is the template's
+default project. Exit code 0 when the check holds, 1 when it does not, 2 when a step
+failed.
 """
 
 from __future__ import annotations
@@ -35,23 +35,21 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pyspark
 
 HERE = Path(__file__).resolve().parent
-SUBMIT = HERE.parent / "deploy" / "submit.sh"
 sys.path.insert(0, str(HERE.parent / "tests"))
 
 import pyspark_kafka_upgrade.testing.kafka_backends as kafka  # noqa: E402
 import support.pipelines as pipelines  # noqa: E402
-from pyspark_kafka_upgrade import (  # noqa: E402
-    cli as package_cli,
-)
+from pyspark_kafka_upgrade.example.pipeline import PROJECT  # noqa: E402
 
-PACKAGE = package_cli.__name__.partition(".")[0]
+# The command a user of the pipeline types; the module this runs it as.
+PACKAGE = PROJECT.command
+MODULE = "pyspark_kafka_upgrade.example"
 
 BASE_MS = pipelines.BASE_MS  # 2025-11-22T10:00:00Z
 EVENT_EVERY_MS = 20_000
@@ -71,16 +69,8 @@ class StepFailedError(Exception):
     """A command of the demo exited with a code it should not have."""
 
 
-@dataclass(frozen=True)
-class Runs:
-    """Where `run` goes: a local master, or a cluster through deploy/submit.sh."""
-
-    submit: tuple[str, ...] = ()
-
-    def run(self, settings: Path, *args: str, expect: int = 0) -> str:
-        if not self.submit:
-            return cli(settings, "run", *args, "--master", "local[2]", expect=expect)
-        return cli(settings, "run", *args, expect=expect, launcher=self.submit)
+def run(settings: Path, *args: str, expect: int = 0) -> str:
+    return cli(settings, "run", *args, "--master", "local[2]", expect=expect)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -100,26 +90,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         default="python",
         help="Kafka connector of both versions (default python: pip-only)",
     )
-    parser.add_argument(
-        "--submit",
-        metavar="MASTER",
-        help="submit each run to this Spark master with deploy/submit.sh "
-        "(run `make package` first), e.g. spark://127.0.0.1:7077",
-    )
-    parser.add_argument(
-        "--submit-conf",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="a spark-submit conf for --submit; repeatable",
-    )
     args = parser.parse_args(argv)
-    runs = Runs()
-    if args.submit:
-        confs = [f"--conf={conf}" for conf in args.submit_conf]
-        runs = Runs(
-            (str(SUBMIT), f"--master={args.submit}", f"--connector={args.connector}", *confs)
-        )
     work = (args.dir or Path(tempfile.mkdtemp(prefix="upgrade-demo-"))).resolve()
     work.mkdir(parents=True, exist_ok=True)
     if any(work.iterdir()):
@@ -127,7 +98,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with kafka.start_kafka_backend() as backend:
             say(f"Kafka: {backend.description}")
-            outcome = demo(work, backend.bootstrap_servers, args.connector, runs)
+            outcome = demo(work, backend.bootstrap_servers, args.connector)
         say(f"\nSettings, checkpoints, output and ledger are in {work}")
         return outcome
     except StepFailedError as error:
@@ -138,7 +109,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
 
 
-def demo(work: Path, bootstrap: str, connector: str, runs: Runs) -> int:
+def demo(work: Path, bootstrap: str, connector: str) -> int:
     topic = f"demo-page-views-{uuid.uuid4().hex[:8]}"
     kafka_settings = {"bootstrap_servers": bootstrap, "topic": topic, "connector": connector}
     version_1 = write_settings(work, "version-1.toml", kafka_settings, users=False)
@@ -166,7 +137,7 @@ def demo(work: Path, bootstrap: str, connector: str, runs: Runs) -> int:
         "at or before the watermark, so windows up to 10:30 reach the output and 10:30-10:40 "
         "stays open, in the checkpoint's state only.",
     )
-    runs.run(version_1, "--available-now")
+    run(version_1, "--available-now")
     cli(version_1, "checkpoint", "show")
 
     heading(
@@ -177,7 +148,7 @@ def demo(work: Path, bootstrap: str, connector: str, runs: Runs) -> int:
     print(f"$ diff {version_1.name} {version_2.name}")
     print('< views = "count(*)"\n---\n> views = "count(*)"')
     print('> users = "approx_count_distinct(user_id)"')
-    runs.run(version_2, "--available-now", expect=3)
+    run(version_2, "--available-now", expect=3)
 
     heading(
         "3. Plan the upgrade, and write the plan down for review",
@@ -204,7 +175,7 @@ def demo(work: Path, bootstrap: str, connector: str, runs: Runs) -> int:
         "window that ends at or before W: generation 1 wrote those.",
     )
     kafka.produce(bootstrap, topic, events[FIRST_EVENTS:])
-    runs.run(version_2, "--available-now")
+    run(version_2, "--available-now")
 
     heading(
         "6. Both generations, read through their own _spark_metadata",
@@ -292,24 +263,11 @@ location = {json.dumps(ledger["ledger.location"])}
     return path
 
 
-def cli(
-    settings: Path,
-    *args: str,
-    expect: int = 0,
-    quiet: bool = False,
-    launcher: Sequence[str] = (),
-) -> str:
-    """Run the pipeline's CLI with these settings, echo it like a shell, return its stdout.
-
-    With a ``launcher`` (deploy/submit.sh and its options), through it instead.
-    """
+def cli(settings: Path, *args: str, expect: int = 0, quiet: bool = False) -> str:
+    """Run the pipeline's CLI with these settings, echo it like a shell, return its stdout."""
     shown = " ".join(shlex.quote(arg) for arg in args)
-    command = [sys.executable, "-m", PACKAGE, "--config", str(settings), *args]
+    command = [sys.executable, "-m", MODULE, "--config", str(settings), *args]
     echoed = f"{PACKAGE} --config {settings.name} {shown}"
-    if launcher:
-        command = [*launcher, "--", "--config", str(settings), *args]
-        options = " ".join(shlex.quote(arg) for arg in launcher[1:])
-        echoed = f"deploy/submit.sh {options} -- --config {settings.name} {shown}"
     if not quiet:
         print(f"$ {echoed}", flush=True)
     started = time.monotonic()

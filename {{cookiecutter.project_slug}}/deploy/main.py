@@ -8,7 +8,7 @@ cluster takes the same arguments, settings and exit codes as one run by hand.
 
 import sys
 
-from {{ cookiecutter.package_name }}.pipeline import main
+from {{ cookiecutter.package_name }}.cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -50,7 +50,7 @@ def test_the_demo_upgrades_without_loss_and_says_so(
     assert (work / "version-1.toml").is_file() and (work / "version-2.toml").is_file()
     # The reviewed plan, applied by file.
     assert (work / "upgrade-plan.json").is_file()
-    assert "$ pyspark_kafka_upgrade --config version-2.toml upgrade apply upgrade-plan.json" in (
+    assert "$ page_views_pipeline --config version-2.toml upgrade apply upgrade-plan.json" in (
         finished.stdout
     ), shown
     assert sorted(p.name for p in (work / "data" / "output").iterdir()) == [

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -11,15 +10,12 @@ from pathlib import Path
 import pyspark_kafka_upgrade.testing.kafka_backends as kafka
 import pyspark_kafka_upgrade.testing.spark
 from pyspark_kafka_upgrade.example.pipeline import PROJECT
-from pyspark_kafka_upgrade.ledger.opening import (
-    installed_stores,
-)
 from pyspark_kafka_upgrade.settings import (
     Settings,
     load_settings,
 )
+from pyspark_kafka_upgrade.testing import ledgers
 
-POSTGRES_DSN = os.environ.get("LEDGER_TEST_POSTGRES_DSN", "postgresql://127.0.0.1:5432/test")
 BASE_MS = 1_763_805_600_000  # 2025-11-22T10:00:00Z: old enough to be "late" if mishandled
 MINUTE_MS = 60_000
 
@@ -55,16 +51,8 @@ def pipeline_overrides(tmp_path: Path, bootstrap: str, topic: str, *overrides: s
 
 
 def ledger_overrides(tmp_path: Path) -> list[str]:
-    """A ledger of this project's store kind for one test (PostgreSQL: the test server)."""
-    store = load_settings(PROJECT, env={}).settings.ledger.store  # the kind this project chose
-    if store not in installed_stores():
-        raise RuntimeError(f"the default ledger store {store!r} has no module in this project")
-    location = {
-        "sqlite": str(tmp_path / "ledger.sqlite"),
-        "filesystem": str(tmp_path / "ledger"),
-        "postgres": POSTGRES_DSN,
-    }[store]
-    return [f"ledger.store={store}", f"ledger.location={location}"]
+    """A ledger of the reference project's store kind for one test."""
+    return ledgers.ledger_overrides(PROJECT, tmp_path)
 
 
 def event_value(article: str, event_ms: int, user: str = "u1") -> bytes:

@@ -8,8 +8,9 @@ local time zone.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -285,6 +286,45 @@ def test_the_limit_is_inclusive(spark: SparkSession) -> None:
     assert _reasons(parsed) == [
         None,
         f"value is {len(over)} bytes, over the {len(at_limit)}-byte limit",
+    ]
+
+
+# -- One JSON document, not a prefix that closes the parser's wrapper early ---------------
+
+
+def _padded_to_its_size(body: Callable[[int], bytes]) -> bytes:
+    """``body(n)`` padded with spaces to exactly n bytes, for the smallest n that fits."""
+    for size in itertools.count(1):
+        value = body(size)
+        if len(value) <= size:
+            return value + b" " * (size - len(value))
+    raise AssertionError("unreachable")
+
+
+_ONE_EVENT = b'{"article_id":"a","event_time":"2026-11-22T10:00:00Z"}'
+
+
+def test_a_value_closing_the_json_wrapper_early_is_not_json(spark: SparkSession) -> None:
+    """parse_events parses "[" + value + "," + size + "]". A value that ends the array itself
+    with its own size, ``{...},58]junk``, is not one JSON document and must not pass."""
+    closing = [
+        _padded_to_its_size(lambda n: _ONE_EVENT + b",%d]junk" % n),
+        _padded_to_its_size(lambda n: _ONE_EVENT + b" ,\n %d \t]" % n),
+        _padded_to_its_size(lambda n: b"  " + _ONE_EVENT + b",%d]{[ \\" % n),
+        # Text that casts to the size closes it as well.
+        _padded_to_its_size(lambda n: _ONE_EVENT + b',"%d"]' % n),
+        _padded_to_its_size(lambda n: _ONE_EVENT + b",%d.0]" % n),
+        _padded_to_its_size(lambda n: _ONE_EVENT + b",%d0e-1]" % n),
+    ]
+    # One document that holds ",<its size>]" itself is fine.
+    holding = _padded_to_its_size(lambda n: _ONE_EVENT[:-1] + b',"n":[1,%d]}' % n)
+    parsed = _parse(_kafka_frame(spark, [*closing, holding]))
+    rows = parsed.orderBy("offset").select(
+        F.length("value"), "malformed_reason", F.unix_millis("event_time")
+    )
+    assert [tuple(row) for row in rows.collect()] == [
+        *((len(value), "value is not valid JSON", None) for value in closing),
+        (len(holding), None, BASE_MS),
     ]
 
 

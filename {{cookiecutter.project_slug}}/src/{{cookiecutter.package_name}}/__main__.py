@@ -1,5 +1,5 @@
 """Allow ``python -m {{ cookiecutter.package_name }}``."""
 
-from {{ cookiecutter.package_name }}.pipeline import main
+from {{ cookiecutter.package_name }}.cli import main
 
 raise SystemExit(main())

@@ -9,11 +9,8 @@ compare this project's signature with the one the running generation recorded.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from importlib import resources
-from typing import NoReturn
 
-from pyspark_kafka_upgrade import cli
 from pyspark_kafka_upgrade.values.project import Project
 
 from {{ cookiecutter.package_name }} import __version__, events, query
@@ -25,13 +22,3 @@ PROJECT = Project(
     events=events.EVENTS,
     query=query,
 )
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """The command line: `run`, `upgrade plan/apply/show/rollback`, `checkpoint show`..."""
-    return cli.main(PROJECT, argv)
-
-
-def console() -> NoReturn:
-    """The console script; raises its exit code, which some launchers would otherwise drop."""
-    cli.console(PROJECT)

@@ -2,33 +2,38 @@
 
 The upgrade planner reads event times without starting a JVM, and must get exactly what the
 job's Spark parser gets, or know that it cannot be sure. ``tests/unit/test_event_parser.py``
-checks this module against ``parse_events`` itself, record by record.
+checks this module against ``parse_events`` itself, record by record, on Spark 4.0 and 4.2;
+``tests/unit/test_event_parser_one_sided.py`` checks that where it is sure, it is right.
 
-What Spark (4.2, Jackson 2.21 behind ``try_parse_json``) was found to do, and this mirrors:
+What Spark (4.0 and 4.2, Jackson behind ``try_parse_json``) was found to do, and this mirrors:
 
-* ``try_parse_json`` reads the first complete JSON value of ``"[" + value + "," + size + "]"``
-  and ignores the rest, so a value such as ``{...},58]`` followed by padding to 58 bytes is
-  complete. The wrapped text is parsed here the same way.
-* Refused, hence "not valid JSON": duplicate keys at any depth, ``NaN``/``Infinity``, lone
-  surrogate escapes (keys or values), nesting deeper than 1000 (the wrapper counts),
-  numbers longer than 1000 digits (counted as Jackson counts them, see
-  :meth:`_CarefulScan.number_text`), keys longer than 50,000 and strings longer than
-  20,000,000 UTF-16 units.
+* ``try_parse_json`` reads the first complete JSON value and ignores the rest. A value is
+  valid JSON for ``parse_events`` only as one whole document: its wrapper
+  ``"[" + value + "," + size + "]"`` must end with the integer size, and a value that closes
+  that array itself (``{...},58]`` padded to 58 bytes) must complete a second wrapper too,
+  which it never does. Here the wrapped text must parse to its last character.
+* Refused, hence "not valid JSON", by Jackson's or Spark's own limits: duplicate keys at any
+  depth, ``NaN``/``Infinity``, lone surrogate escapes (keys or values), nesting deeper than
+  1000 (the wrapper counts), numbers longer than 1000 digits, keys longer than 50,000 and
+  strings longer than 20,000,000 UTF-16 units, variants over 128 MiB.
 * Timestamps: years 0000-9999 on the proleptic Gregorian calendar, real month lengths,
   hours 00-23, minutes and seconds 00-59, offsets from -18:00 to +18:00 with minutes 00-59.
 
-A few inputs stay unsure (:class:`Unsure`): documents over ~33 MB (Spark's 128 MiB variant
-limit), more than 150 keys sharing one Jackson hash (its symbol table then refuses the
-document depending on a per-parse random seed), a number of more than 1000 Jackson digits
-whose count depends on where Jackson's read buffer splits a text over 32,768 characters.
+This mirror does not emulate those limits: a record near one is unsure (:class:`Unsure`),
+as another Spark, or other parser settings, may draw the line elsewhere. Unsure are:
+duplicate keys, ``NaN``/``Infinity``, lone surrogate escapes, nesting deeper than 500, a run
+of 300 digits, keys over 25,000 characters, values over 20 MB, and more than 150 keys sharing
+one Jackson hash (its symbol table then refuses the document depending on a per-parse random
+seed). A scan takes an unsure record as one that may feed a window: it replays more, never
+less.
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import json
 import re
-import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
@@ -48,67 +53,29 @@ from pyspark_kafka_upgrade.values.validation import InvalidValueError
 class ParsedRecord:
     """What ``parse_events`` gives for one record; ``unsure`` says why it cannot be told.
 
-    ``limit`` names the rule behind a "not valid JSON" that only Spark's parser, in the
-    version and settings this mirror was checked against (Spark 4.2), imposes: duplicate
-    keys, NaN, a lone surrogate, a number, key, string or nesting past Jackson's limits.
-    ``parse`` gives that verdict as Spark 4.2 does; ``event_time_ms`` takes such a record
-    as unsure, since another Spark could read it as an event.
+    When unsure, ``reason`` and ``event_time_us`` are None and mean nothing.
     """
 
     reason: str | None
     event_time_us: int | None
     unsure: str | None = None
-    limit: str | None = None
 
 
-# -- Limits Spark's JSON parsing enforces ---------------------------------------------------
+# -- Near the limits of Spark's JSON parsing: unsure ----------------------------------------
 
-# Jackson's StreamReadConstraints defaults, and Spark's variant size limit outside tests.
-_MAX_DEPTH = 1000
-_MAX_NUMBER_DIGITS = 1000
-_MAX_NAME_UNITS = 50_000
-_MAX_STRING_UNITS = 20_000_000
+# Jackson refuses nesting past 1000, numbers past 1000 digits (a number under this run of
+# digits in each part has fewer), keys past 50,000 UTF-16 units (2 per character at most).
+_SAFE_DEPTH = 500
+_DIGIT_RUN = 300
+_LONG_DIGITS = re.compile("[0-9]{" + str(_DIGIT_RUN) + "}")
+_SAFE_KEY_CHARS = 25_000
 # Jackson's symbol table refuses a document once a collision chain passes this length twice.
 _MAX_COLLISION_CHAIN = 150
-# Up to this many characters Jackson holds the whole text in one buffer.
-_ONE_BUFFER_UNITS = 32_768
-# A variant takes at most ~3.25 bytes per byte of JSON ("1e1," is a 9-byte double plus a
-# 4-byte offset); past this the 128 MiB limit may be reached.
-_VARIANT_SAFE_BYTES = 33_000_000
-# Shorter texts cannot reach any of the limits above, so they skip the careful checks.
-_SHORT_TEXT = 600
-
-_JSON_SPACE = " \t\r\n"
-# Spark's string-to-bigint cast trims bytes that are whitespace or ISO control in Java.
-_CAST_TRIM = "".join(map(chr, range(0x21))) + "\x7f"
-_CAST_INTEGER = re.compile(r"[+-]?[0-9]+")
-_NUMBER_PARTS = re.compile(r"-?([0-9]+)(?:\.([0-9]+))?(?:[eE][+-]?([0-9]+))?")
+# Jackson refuses strings over 20,000,000 UTF-16 units (one byte of UTF-8 each at least);
+# Spark refuses variants over 128 MiB, about 3.25 bytes per byte of JSON at most.
+_SAFE_BYTES = 20_000_000
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
-_BRACKET_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.DOTALL)
-_LONG_MIN, _LONG_MAX = -(2**63), 2**63 - 1
-_INT_MIN, _INT_MAX = -(2**31), 2**31 - 1
-
-
-class _Refused(Exception):
-    """Spark's parser refuses the document."""
-
-
-class _FloatText(str):
-    """A JSON number with a fraction or exponent, kept as written (checked text only)."""
-
-
-def _refuse_constant(name: str) -> object:
-    raise _Refused(name)
-
-
-def _unique_object(pairs: list[tuple[str, object]]) -> dict[str, object]:
-    obj = dict(pairs)
-    if len(obj) != len(pairs):
-        raise _Refused("duplicate key")
-    return obj
-
-
-_FAST_DECODER = json.JSONDecoder(object_pairs_hook=_unique_object, parse_constant=_refuse_constant)
 
 
 @dataclass(slots=True)
@@ -116,69 +83,26 @@ class _Doubt:
     why: str
 
 
-@dataclass(slots=True)
-class _Limit:
-    """Not valid JSON by a rule of Spark's parser rather than of JSON itself."""
-
-    why: str
+class _Doubtful(Exception):
+    """Raised by the decoder's hooks: a rule Spark's parser may draw elsewhere applies."""
 
 
-class _CarefulScan:
-    """One parse of a text that may reach Jackson's limits; its hooks check them."""
-
-    def __init__(self, one_buffer: bool, count_keys: bool) -> None:
-        self.one_buffer = one_buffer
-        self.keys: set[str] | None = set() if count_keys else None
-        self.doubt: str | None = None
-        self.decoder = json.JSONDecoder(
-            object_pairs_hook=self.object_pairs,
-            parse_int=self.integer_text,
-            parse_float=self.number_text,
-            parse_constant=_refuse_constant,
-        )
-
-    def object_pairs(self, pairs: list[tuple[str, object]]) -> dict[str, object]:
-        obj = _unique_object(pairs)
-        for key in obj:
-            if len(key) * 2 > _MAX_NAME_UNITS and _utf16_units(key) > _MAX_NAME_UNITS:
-                raise _Refused("key too long")
-        if self.keys is not None:
-            self.keys.update(obj)
-        return obj
-
-    def integer_text(self, text: str) -> int:
-        if len(text) - text.startswith("-") > _MAX_NUMBER_DIGITS:
-            raise _Refused("integer too long")
-        return int(text)
-
-    def number_text(self, text: str) -> _FloatText:
-        """Jackson's count: its fast path counts absent parts as 0, its slow path as -1.
-
-        The slow path reads numbers starting with 0 and numbers split by the read buffer.
-        """
-        if len(text) > _MAX_NUMBER_DIGITS:
-            match = _NUMBER_PARTS.fullmatch(text)
-            if match is None:  # the scanner only hands over JSON numbers
-                raise _Refused("number")
-            whole, fraction, exponent = match.groups()
-            parts = len(whole) + len(fraction or "") + len(exponent or "")
-            slow = parts - (fraction is None) - (exponent is None)
-            if whole == "0" or slow > _MAX_NUMBER_DIGITS:
-                if slow > _MAX_NUMBER_DIGITS:
-                    raise _Refused("number too long")
-            elif parts > _MAX_NUMBER_DIGITS:
-                if self.one_buffer:
-                    raise _Refused("number too long")
-                self.doubt = "a number's Jackson length depends on its read buffer"
-        return _FloatText(text)
+def _refuse_constant(name: str) -> object:
+    raise _Doubtful(f"{name} (Spark refuses it)")
 
 
-def _utf16_units(text: str) -> int:
-    return len(text.encode("utf-16-le", "surrogatepass")) // 2
+def _unique_object(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        raise _Doubtful("a duplicate key (Spark refuses it)")
+    return obj
 
 
-def _iter_strings(root: object) -> Iterator[str]:
-    """Every key and string value; iterative, as documents nest up to 1000 deep."""
+_DECODER = json.JSONDecoder(object_pairs_hook=_unique_object, parse_constant=_refuse_constant)
+
+
+def _iter_strings(root: object, *, values: bool = True) -> Iterator[str]:
+    """Every key, and every string value unless ``values`` is false."""
     stack = [root]
     while stack:
         item = stack.pop()
@@ -187,87 +111,50 @@ def _iter_strings(root: object) -> Iterator[str]:
             stack.extend(item.values())
         elif type(item) is list:
             stack.extend(item)
-        elif type(item) is str:
+        elif values and type(item) is str:
             yield item
 
 
-def _has_lone_surrogate(root: object) -> bool:
-    # Python joins escaped pairs into one code point, so any surrogate left is a lone one.
-    return any(_SURROGATE.search(text) for text in _iter_strings(root))
-
-
-def _bracket_depth(text: str) -> int:
-    """Deepest nesting of ``text``'s first value; exact for valid JSON."""
+def _depth(text: str) -> int:
+    """Deepest nesting of a valid JSON text."""
     depth = deepest = 0
-    for token in _BRACKET_TOKEN.finditer(text):
+    for token in re.finditer(r'"(?:[^"\\]|\\.)*"|[\[\]{}]', text, re.DOTALL):
         char = token.group()
         if char in "[{":
             depth += 1
             deepest = max(deepest, depth)
         elif char in "]}":
             depth -= 1
-            if depth == 0:
-                break
     return deepest
 
 
 def _jackson_hash(key: str) -> int:
     """Jackson's name hash without its seed: equal for two names of one length in any seed."""
     value = 0
-    for unit in memoryview(key.encode("utf-16-le", "surrogatepass")).cast("H"):
+    for unit in memoryview(key.encode("utf-16-le")).cast("H"):
         value = (value * 33 + unit) & 0xFFFFFFFF
     return value
 
 
-def _crowded_hash(keys: set[str]) -> bool:
-    groups: dict[tuple[int, int], int] = {}
-    for key in keys:
-        slot = (_utf16_units(key), _jackson_hash(key))
-        groups[slot] = groups.get(slot, 0) + 1
-    return max(groups.values()) > _MAX_COLLISION_CHAIN
-
-
-def _decode_deep(decoder: json.JSONDecoder, text: str) -> tuple[object, int]:
-    try:
-        return decoder.raw_decode(text)
-    except RecursionError:
-        pass
-    # Jackson allows 1000 levels; Python's recursion limit may stop short of that.
-    previous = sys.getrecursionlimit()
-    sys.setrecursionlimit(previous + _MAX_DEPTH + 200)
-    try:
-        return decoder.raw_decode(text)
-    finally:
-        sys.setrecursionlimit(previous)
-
-
-def _bigint_cast(item: object) -> int | None:
-    """``try_variant_get(item, '$', 'bigint')`` for the wrapper's second element."""
-    kind = type(item)
-    if kind is int:
-        return item  # type: ignore[return-value]
-    if kind is _FloatText:
-        text = str(item)
-        digits = text.lstrip("-")
-        if "e" not in digits and "E" not in digits:
-            whole, _, fraction = digits.partition(".")
-            unscaled = (whole + fraction).lstrip("0")
-            if len(fraction) <= 38 and max(len(unscaled), 1) <= 38:
-                # A DECIMAL: the cast truncates toward zero.
-                value = int(whole)
-                return -value if text.startswith("-") else value
-        number = float(text)
-        if number != number or number in (float("inf"), float("-inf")):
-            return None
-        truncated = int(number)
-        return truncated if _LONG_MIN <= truncated <= _LONG_MAX else None
-    if kind is str:
-        trimmed = str(item).strip(_CAST_TRIM)
-        if _CAST_INTEGER.fullmatch(trimmed) is None:
-            return None
-        value = int(trimmed)
-        return value if _LONG_MIN <= value <= _LONG_MAX else None
-    # Booleans, null, arrays and objects never equal a size of four bytes or more.
+def _near_limits(text: str, size: int, document: object) -> str | None:
+    """Why Spark's verdict on a document Python parsed may hang on a limit, or None."""
+    brackets = text.count("[") + text.count("{") if size > _SAFE_DEPTH else 0
+    if brackets > _SAFE_DEPTH and _depth(text) > _SAFE_DEPTH:
+        return f"nesting deeper than {_SAFE_DEPTH} (Spark refuses past 1000)"
+    # Python joins an escaped pair into one code point: any surrogate left is a lone one.
+    if _SURROGATE_ESCAPE.search(text) and any(map(_SURROGATE.search, _iter_strings(document))):
+        return "a lone surrogate escape (Spark refuses it)"
+    if size > _SAFE_KEY_CHARS or text.count(":") > _MAX_COLLISION_CHAIN:
+        keys = set(_iter_strings(document, values=False))
+        if any(len(key) > _SAFE_KEY_CHARS for key in keys):
+            return f"a key over {_SAFE_KEY_CHARS} characters (Spark refuses 50,000 UTF-16 units)"
+        if len(keys) > _MAX_COLLISION_CHAIN:
+            chains: dict[tuple[int, int], int] = {}
+            for key in keys:
+                slot = (len(key.encode("utf-16-le")), _jackson_hash(key))
+                chains[slot] = chains.get(slot, 0) + 1
+            if max(chains.values()) > _MAX_COLLISION_CHAIN:
+                return "over 150 keys share one Jackson hash; its seeded symbol table decides"
     return None
 
 
@@ -346,6 +233,9 @@ _KINDS: dict[EventType, int] = {
     "double": _DOUBLE,
     "timestamp": _TIMESTAMP,
 }
+_JSON_SPACE = " \t\r\n"
+_INT_MIN, _INT_MAX = -(2**31), 2**31 - 1
+_LONG_MIN, _LONG_MAX = -(2**63), 2**63 - 1
 _ABSENT: Final = object()
 _NOT_JSON: Final = object()
 _VALUE_NULL = "value is null"
@@ -416,8 +306,6 @@ class EventParser:
             return ParsedRecord(outcome, None)
         if isinstance(outcome, _Doubt):
             return ParsedRecord(None, None, outcome.why)
-        if isinstance(outcome, _Limit):
-            return ParsedRecord(_NOT_VALID_JSON, None, limit=outcome.why)
         return ParsedRecord(None, outcome)
 
     def event_time_ms(
@@ -425,28 +313,24 @@ class EventParser:
     ) -> int | Unsure | None:
         """The event time floored to the millisecond; None when malformed (or no time).
 
-        UNSURE when unsure, and for a record only Spark's parser limits make malformed: a
-        scan takes it as one that may feed a window, which replays more, never less.
+        UNSURE when unsure: a scan takes the record as one that may feed a window, which
+        replays more, never less.
         """
         outcome = self._outcome(value, kafka_timestamp_us)
         if type(outcome) is int:
             return outcome // 1000
-        if isinstance(outcome, _Doubt | _Limit):
+        if isinstance(outcome, _Doubt):
             return UNSURE
         return None
 
-    def _outcome(
-        self, value: bytes | None, kafka_us: int | None
-    ) -> str | int | _Doubt | _Limit | None:
+    def _outcome(self, value: bytes | None, kafka_us: int | None) -> str | int | _Doubt | None:
         """A reason (malformed), microseconds or None (valid), or a doubt."""
         try:
             return self._evaluate(value, kafka_us)
         except Exception as exc:  # never raise on a record; say it is not understood
             return _Doubt(f"unexpected {type(exc).__name__}: {exc}")
 
-    def _evaluate(
-        self, value: bytes | None, kafka_us: int | None
-    ) -> str | int | _Doubt | _Limit | None:
+    def _evaluate(self, value: bytes | None, kafka_us: int | None) -> str | int | _Doubt | None:
         if value is None:
             return _VALUE_NULL
         size = len(value)
@@ -461,7 +345,7 @@ class EventParser:
         document = _document(text, size)
         if document is _NOT_JSON:
             return _NOT_VALID_JSON
-        if isinstance(document, _Doubt | _Limit):
+        if isinstance(document, _Doubt):
             return document
         if text[0] != "{" and not text.lstrip(_JSON_SPACE).startswith("{"):
             return _NOT_OBJECT
@@ -493,7 +377,7 @@ class EventParser:
                 if item_type is not bool:
                     return rule.wrong_type
             elif kind == _DOUBLE:
-                if item_type is not int and item_type is not float and item_type is not _FloatText:
+                if item_type is not int and item_type is not float:
                     return rule.wrong_type
             elif item_type is not int or not (
                 _INT_MIN <= item <= _INT_MAX if kind == _INT else _LONG_MIN <= item <= _LONG_MAX
@@ -505,81 +389,47 @@ class EventParser:
 
 
 def _document(text: str, size: int) -> object:
-    """``$[0]`` of Spark's parse of ``[text,size]`` if complete, else _NOT_JSON or a doubt."""
+    """The document if Spark finds ``text`` valid JSON, _NOT_JSON if not, or a _Doubt."""
+    if size > _SAFE_BYTES:
+        return _Doubt("over 20 MB: Jackson's string or Spark's variant size limit may apply")
+    if size >= _DIGIT_RUN and _LONG_DIGITS.search(text):
+        return _Doubt("a run of 300 digits: a number may pass Jackson's 1000-digit limit")
     wrapped = f"[{text},{size}]"
-    if len(text) <= _SHORT_TEXT:
-        try:
-            root, end = _FAST_DECODER.raw_decode(wrapped)
-        except _Refused as refused:
-            return _Limit(str(refused))
-        except ValueError:
-            return _NOT_JSON
-        except RecursionError:
-            return _careful_document(wrapped, size)
-        if end != len(wrapped):
-            # The root closed inside the value: its second element decides, checked below.
-            return _careful_document(wrapped, size)
-        if "\\u" in text and _has_lone_surrogate(root):
-            return _Limit("a lone surrogate escape")
-        return _complete(root, size)
-    return _careful_document(wrapped, size)
-
-
-def _careful_document(wrapped: str, size: int) -> object:
-    units = len(wrapped) if wrapped.isascii() else _utf16_units(wrapped)
-    scan = _CarefulScan(
-        one_buffer=units <= _ONE_BUFFER_UNITS, count_keys=wrapped.count(":") > _MAX_COLLISION_CHAIN
-    )
     try:
-        root, end = _decode_deep(scan.decoder, wrapped)
-    except _Refused as refused:
-        return _Limit(str(refused))
+        root, end = _DECODER.raw_decode(wrapped)
+    except _Doubtful as doubtful:
+        return _Doubt(str(doubtful))
+    except RecursionError:
+        return _Doubt("nesting too deep for Python's json module")
     except ValueError:
         return _NOT_JSON
-    except RecursionError:
-        if _bracket_depth(wrapped) > _MAX_DEPTH:
-            return _Limit("nesting deeper than Jackson's limit")
-        return _Doubt("nesting too deep for Python's json module to check")
-    parsed = wrapped[:end]
-    if parsed.count("[") + parsed.count("{") > _MAX_DEPTH and _bracket_depth(parsed) > _MAX_DEPTH:
-        return _Limit("nesting deeper than Jackson's limit")
-    if "\\u" in parsed and _has_lone_surrogate(root):
-        return _Limit("a lone surrogate escape")
-    if len(parsed) > _MAX_STRING_UNITS // 2 and any(
-        len(text) * 2 > _MAX_STRING_UNITS and _utf16_units(text) > _MAX_STRING_UNITS
-        for text in _iter_strings(root)
-    ):
-        return _Limit("a string longer than Jackson's limit")
-    document = _complete(root, size)
-    # An incomplete document is refused whatever the doubts below would decide.
-    if document is _NOT_JSON:
+    # Spark finds one document exactly when [text,size] parses as such to its last character.
+    if end != len(wrapped) or len(root) != 2:
         return _NOT_JSON
-    if scan.doubt is not None:
-        return _Doubt(scan.doubt)
-    if scan.keys is not None and len(scan.keys) > _MAX_COLLISION_CHAIN and _crowded_hash(scan.keys):
-        return _Doubt("over 150 keys share one Jackson hash; its seeded symbol table decides")
-    if size > _VARIANT_SAFE_BYTES:
-        return _Doubt("the document may exceed Spark's 128 MiB variant limit")
-    return document
+    document: object = root[0]
+    doubt = _near_limits(text, size, document)
+    return document if doubt is None else _Doubt(doubt)
 
 
-def _complete(root: object, size: int) -> object:
-    # complete: $[1] cast to bigint is the size and there is no $[2].
-    if type(root) is not list or len(root) != 2 or _bigint_cast(root[1]) != size:
-        return _NOT_JSON
-    return root[0]
+def spark_version() -> str:
+    """The installed PySpark's version, read without importing it: ``pyspark 4.2.0``."""
+    try:
+        return "pyspark " + importlib.metadata.version("pyspark")
+    except importlib.metadata.PackageNotFoundError:
+        return "pyspark not installed"
 
 
 # Bumped whenever a verdict rule here changes, so that plans made with the old rules are
 # refused rather than applied with records judged differently.
-PARSER_RULES_VERSION = 1
+PARSER_RULES_VERSION = 2
 
 
 def parser_digest(
     events: Sequence[EventField], *, time_source: str, time_field: str, max_value_bytes: int
 ) -> str:
     """``sha256:`` and 16 hex digits of what decides a record's verdict: the schema (types
-    and which fields are required), the time settings and the size limit.
+    and which fields are required), the time settings, the size limit and the Spark version
+    installed (:func:`spark_version`).
 
     An upgrade plan names the digest its scans parsed with; a plan applied after any of
     these changed could restart past records that are no longer malformed.
@@ -590,6 +440,7 @@ def parser_digest(
         "time_field": time_field,
         "max_value_bytes": max_value_bytes,
         "rules": PARSER_RULES_VERSION,
+        "spark": spark_version(),
     }
     text = json.dumps(document, sort_keys=True, separators=(",", ":"))
     return "sha256:" + hashlib.sha256(text.encode()).hexdigest()[:16]

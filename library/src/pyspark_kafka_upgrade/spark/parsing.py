@@ -107,15 +107,26 @@ def parse_events(
     parseable = F.when((size > 0) & (size <= max_value_bytes) & F.is_valid_utf8(text), text)
     # The JSON parser stops after the first complete value and ignores what follows, so
     # '{"a":1} junk' would pass. Inside "[value,size]" any trailing text either breaks the
-    # array or shows up as a wrong second element.
-    wrapped = F.try_parse_json(
-        F.concat(F.lit("["), parseable, F.lit(","), size.cast(StringType()), F.lit("]"))
-    )
+    # array or shows up as a wrong second element: $[1] must be the integer size, no $[2].
+    digits = size.cast(StringType())
+    wrapped = F.try_parse_json(F.concat(F.lit("["), parseable, F.lit(","), digits, F.lit("]")))
     staged = raw.select("*", wrapped.alias("_json"))
     document = F.col("_json")
-    complete = (
-        F.try_variant_get(document, "$[1]", "bigint").eqNullSafe(size)
-        & F.variant_get(document, "$[2]", "variant").isNull()
+    count = F.variant_get(document, "$[1]", "variant")
+    ends_with_size = (F.schema_of_variant(count) == "BIGINT") & F.try_variant_get(
+        count, "$", "bigint"
+    ).eqNullSafe(size)
+    # Unless the value closes the array itself: '{...},58]junk', padded to 58 bytes, parses
+    # as [{...},58]. Its text then holds ",58]"; only for such a value, a second wrapper must
+    # be complete too. No value closes both: after it, one needs ",58]", the other ',"n":'.
+    closes_early = F.regexp(
+        parseable, F.concat(F.lit(r",[ \t\r\n]*"), digits, F.lit(r"[ \t\r\n]*\]"))
+    )
+    as_member = F.concat(F.lit('{"v":'), parseable, F.lit(',"n":'), digits, F.lit("}"))
+    one_document = F.when(closes_early, F.try_parse_json(as_member).isNotNull()).otherwise(True)
+    complete = F.coalesce(
+        ends_with_size & F.variant_get(document, "$[2]", "variant").isNull() & one_document,
+        F.lit(False),
     )
 
     checks: list[tuple[Column, Column | str]] = [

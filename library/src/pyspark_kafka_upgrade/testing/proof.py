@@ -36,6 +36,7 @@ from pyspark_kafka_upgrade.run.command import RunRequest, run_pipeline
 from pyspark_kafka_upgrade.settings import Settings, load_settings
 from pyspark_kafka_upgrade.testing import kafka_backends as kafka
 from pyspark_kafka_upgrade.testing import oracle
+from pyspark_kafka_upgrade.testing.ledgers import ledger_overrides
 from pyspark_kafka_upgrade.testing.spark import connector_under_test
 from pyspark_kafka_upgrade.upgrade.commands import apply_command, plan_command
 from pyspark_kafka_upgrade.values.layout import GenerationLayout
@@ -121,8 +122,7 @@ def prove_upgrade(
         "kafka.starting_offsets=earliest",
         f"kafka.connector={connector_under_test(project)}",
         "sink.trigger_interval=1 second",
-        "ledger.store=sqlite",
-        f"ledger.location={tmp_path / 'ledger.sqlite'}",
+        *ledger_overrides(project, tmp_path),
         *settings,
     ]
     overrides_2 = [*base, *version_2]
