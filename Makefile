@@ -1,20 +1,16 @@
-# The template's own checks, and the library's. `make test` is what CI runs (through .ci/run).
+# The template's own checks, and through them the library's. `make test` is what CI runs
+# (through .ci/run): the template's lint, then tests/ (the library's suites in its own
+# virtualenvs, every combination baked, two projects' full `make test`).
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 LIBRARY := library
-# The proofs the library runs again on the oldest Spark it supports (README, "Versions"):
-# the upgrade, its kill trials and negative controls, the plugin's proof, and the parser
-# mirror's one-sided test against that Spark's own parser.
-OLDEST_PROOFS := tests/integration/test_upgrade.py tests/integration/test_proof_kill_trials.py \
-  tests/integration/test_proof_negative_controls.py tests/integration/test_proof_upgrade_kills.py \
-  tests/integration/test_proof_harness.py tests/unit/test_event_parser.py
 
 .DEFAULT_GOAL := help
-.PHONY: help install lint library library-oldest template test demo bake clean
+.PHONY: help install lint library test demo bake clean
 
 help: ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
 
 install: $(VENV)/.installed ## create .venv with the template's pinned tooling and the library
 
@@ -30,19 +26,13 @@ lint: install ## ruff and mypy over the hooks and the template's tests
 	$(BIN)/ruff format --check hooks tests pyspark_kafka_upgrade_jinja.py
 	$(BIN)/mypy
 
-library: ## the library's lint, unit and integration suites (its own .venv, real Kafka)
+library: ## the library's own lint, unit and integration suites (library/.venv, real Kafka)
 	$(MAKE) -C $(LIBRARY) test
 
-library-oldest: ## the library's proofs on the oldest supported Spark (.venv-oldest)
-	$(MAKE) -C $(LIBRARY) install VENV=.venv-oldest CONSTRAINTS=constraints-oldest.txt
-	cd $(LIBRARY) && .venv-oldest/bin/pytest $(OLDEST_PROOFS)
-
-template: lint ## bake every combination and run each generated project's checks
+test: lint ## the library at both ends of the Spark range, then every combination baked and checked
 	$(BIN)/pytest
 
-test: library library-oldest template ## everything CI runs: the library, then the template
-
-demo: ## play an upgrade on a local Kafka with the library's reference pipeline, checked event by event
+demo: ## an upgrade on a local Kafka with the library's reference pipeline (the default project), checked event by event
 	$(MAKE) -C $(LIBRARY) demo
 
 bake: install ## bake the default project into build/ to look at it

@@ -11,7 +11,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 import pytest
@@ -43,13 +43,41 @@ WORKING_DEBRIS = (
 )
 
 
-# Lines from the generated project's own test run, repeated at the end of this run's report.
-GENERATED_PROJECT_REPORT: list[str] = []
+# Lines from the inner suites' runs (the library's, the projects'), repeated at the end of
+# this run's report.
+SUITE_REPORT: list[str] = []
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    for line in GENERATED_PROJECT_REPORT:
-        terminalreporter.write_line(f"default project's run: {line}")
+    for line in SUITE_REPORT:
+        terminalreporter.write_line(f"inner run: {line}")
+
+
+def check_suite_run(label: str, stdout: str, connector: str, required: Sequence[str]) -> list[str]:
+    """An inner pytest run's lines, checked: it names its broker and connector, the
+    ``required`` tests passed, and where CI runs, nothing skipped and Kafka was Apache's.
+    Its headers, key results, summary and wall times go to this run's report."""
+    lines = stdout.splitlines()
+    shown = [
+        line
+        for line in lines
+        if line.startswith(("kafka backend: ", "kafka connector: "))
+        or line.startswith(tuple(f"PASSED {test}" for test in required))
+        or (line.startswith("=") and " passed" in line)
+        or (" call " in line and "tests/" in line and line.split()[0].endswith("s"))
+    ]
+    SUITE_REPORT.extend(f"{label} {line}" for line in dict.fromkeys(shown))
+    headers = [line for line in lines if line.startswith(("kafka backend: ", "kafka connector: "))]
+    assert any(line.startswith("kafka backend: ") for line in headers), "no Kafka backend named"
+    assert f"kafka connector: {connector}" in "\n".join(headers), headers
+    for test in required:
+        assert any(line.startswith(f"PASSED {test}") for line in lines), f"{test} did not pass"
+    if os.environ.get("CI"):
+        # Nothing may skip in CI: every skip would hide a test.
+        assert [line for line in lines if line.startswith("SKIPPED")] == []
+        # CI machines have Java and Maven: the suites must run on real Apache Kafka 4.x.
+        assert "Apache Kafka 4." in "\n".join(headers), headers
+    return lines
 
 
 @functools.cache

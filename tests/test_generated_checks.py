@@ -20,8 +20,8 @@ from conftest import (
     BIN_DIR,
     CHOICE_FIELDS,
     DEFAULT_COMBINATION,
-    GENERATED_PROJECT_REPORT,
     bake,
+    check_suite_run,
     combination_id,
     run_tool,
 )
@@ -69,18 +69,7 @@ def make_test(project: Path, label: str, connector: str) -> list[str]:
         env={"KAFKA_BACKEND": "apache", "PYTEST_ADDOPTS": f"{REPORT} {DURATIONS}"},
         timeout=2400,
     )
-    lines = report_generated_run(label, result.stdout)
-    headers = [line for line in lines if line.startswith(("kafka backend: ", "kafka connector: "))]
-    assert any(line.startswith("kafka backend: ") for line in headers), "no Kafka backend named"
-    assert f"kafka connector: {connector}" in "\n".join(headers), headers
-    for test in (PROOF_TEST, CLUSTER_TEST):
-        assert any(line.startswith(f"PASSED {test}") for line in lines), f"{test} did not pass"
-    if os.environ.get("CI"):
-        # Nothing may skip in CI: every skip would hide a test.
-        assert [line for line in lines if line.startswith("SKIPPED")] == []
-        # CI machines have Java and Maven: the suite must run on real Apache Kafka 4.x.
-        assert "Apache Kafka 4." in "\n".join(headers), headers
-    return lines
+    return check_suite_run(label, result.stdout, connector, (PROOF_TEST, CLUSTER_TEST))
 
 
 def test_the_default_project_passes_its_own_make_test(
@@ -94,21 +83,6 @@ def test_a_project_with_every_answer_changed_passes_its_own_make_test(tmp_path: 
     project = bake(tmp_path / "baked", **OTHER_ANSWERS)
     lines = make_test(project, "[other answers]", OTHER_ANSWERS["kafka_connector"])
     assert any(line.startswith("PASSED tests/test_signature.py::") for line in lines)
-
-
-def report_generated_run(label: str, stdout: str) -> list[str]:
-    """The run's lines; its headers, key results, summary and wall times go to the report."""
-    lines = stdout.splitlines()
-    shown = [
-        line
-        for line in lines
-        if line.startswith(("kafka backend: ", "kafka connector: "))
-        or line.startswith((f"PASSED {PROOF_TEST}", f"PASSED {CLUSTER_TEST}"))
-        or (line.startswith("=") and " passed" in line)
-        or (" call " in line and "tests/" in line and line.split()[0].endswith("s"))
-    ]
-    GENERATED_PROJECT_REPORT.extend(f"{label} {line}" for line in dict.fromkeys(shown))
-    return lines
 
 
 @pytest.mark.parametrize("combination", NON_DEFAULT, ids=combination_id)

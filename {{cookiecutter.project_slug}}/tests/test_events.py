@@ -24,7 +24,8 @@ def test_a_valid_event_counts_and_a_malformed_one_is_quarantined_with_its_reason
     spark: SparkSession,
 ) -> None:
     raw = kafka_rows(spark, [event(), event(article_id=None), b"not json", event(user_id=None)])
-    recipe = project_recipe(PROJECT)
+    # Tumbling windows, whatever the settings say: the two valid events share one window.
+    recipe = project_recipe(PROJECT, "window.duration=10 minutes", "window.slide=")
 
     quarantined = query.malformed_records(raw, recipe).orderBy("offset").collect()
     counted = query.windowed_aggregates(raw, recipe).collect()

@@ -17,8 +17,8 @@ DEMO = Path(__file__).resolve().parents[2] / "demo" / "upgrade_demo.py"
 
 
 @pytest.mark.integration
-# The connector the session tests (KAFKA_CONNECTOR): CI runs the suite once per connector,
-# so the demo is played on each without running twice in one suite.
+# The connector the session tests (KAFKA_CONNECTOR): a run of the suite on each connector
+# plays the demo on each, without playing it twice in one run.
 @pytest.mark.parametrize(
     "connector", [pyspark_kafka_upgrade.testing.spark.connector_under_test(PROJECT)]
 )

@@ -5,8 +5,9 @@ Each trial is seeded. It kills the running job once at a moment drawn from three
 batches, in the middle of a batch, or after a commit but before the listener has written
 the ledger), then once more during the first batch after the restart. It then makes an
 upgrade plan, as an operator would after a crash, checks it against the oracle, and lets the
-job finish. CI runs ``SOAK_TRIALS`` = 3 trials per connector; ``make soak`` runs 20 per
-connector and prints the table of every trial (``support.soak_table``).
+job finish. A run of the suite makes ``SOAK_TRIALS`` = 3 trials on the connector under test
+(``KAFKA_CONNECTOR``); ``make soak`` runs 20 per connector and prints the table of every
+trial (``support.soak_table``).
 """
 
 from __future__ import annotations

@@ -1,1 +1,1 @@
-"""config."""
+"""Use cases ``config show`` (``command``) and ``connector fetch`` (``connector``)."""

@@ -1,3 +1,3 @@
-"""A pipeline's generations, shared by run, upgrade and inspect: where each one's directories
-are (``layout``), the single-writer guard on them (``run_lock``), which generation is
-current (``generations``) and the signature a generation is recorded with (``signature``)."""
+"""What the use cases share about a pipeline's generations: which one is current
+(``generations``) and the signature a generation is recorded with (``signature``, derived
+from the settings and the project's events and query, without Spark)."""

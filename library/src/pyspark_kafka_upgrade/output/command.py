@@ -1,6 +1,6 @@
 """Use case for `output show`: the committed windowed rows of every generation, for people.
 
-Rows come through ``output_reader``, so each generation is read through its own
+Rows come through ``sink.reader``, so each generation is read through its own
 ``_spark_metadata`` and files of batches that never committed are never shown. Rows are
 ordered by window start, then generation, then the grouping keys, so a window counted by
 two generations around an upgrade shows as neighbouring rows.

@@ -1,6 +1,6 @@
 """Does a change to the pipeline fit on its checkpoint, or does it need a new generation?
 
-Compares two pipeline signatures (see ``app/signature.py``): the one a checkpoint was
+Compares two pipeline signatures (see ``model/signature.py``): the one a checkpoint was
 written with, recorded in the ledger, and the one the current code and settings build.
 The rules are Spark's, from its guide's "Recovery Semantics after Changes in a Streaming
 Query", made concrete for this pipeline:

@@ -45,8 +45,8 @@ def what_moved(plan: UpgradePlan, facts: UpgradeFacts) -> list[str]:
     if facts.parser_digest != plan.parser_digest:
         moved.append(
             "how records are parsed changed since the plan (events.max_value_bytes, the time "
-            "settings or EVENT_SCHEMA): which records are malformed, and so where the replay "
-            "starts, may differ"
+            "settings, the project's events or the Spark version): which records are "
+            "malformed, and so where the replay starts, may differ"
         )
     moved += _partitions_moved(plan, facts)
     moved += _quarantine_moved(plan, facts)

@@ -8,7 +8,7 @@ what Spark's analyzer answers for each (function, input type), and the refusals 
 table and from Spark's rules on column names.
 
 ``tests/unit/test_aggregate_types.py`` checks all of it against Spark itself, asked the way
-``app/signature.py`` asks it: ``windowed_aggregates`` planned over
+``generation/signature.py`` asks it: the reference query's steps planned over
 ``valid_events(parse_events(...))`` of an empty frame of Kafka rows without headers.
 
 It assumes Spark's default for the one session conf that changes these answers,
@@ -144,7 +144,7 @@ def output_schema(
     keys: Sequence[str],
     metrics: Sequence[MetricSpec],
 ) -> list[tuple[str, str]]:
-    """(name, simpleString type) of each output column, as ``transformations.aggregate_schema``
+    """(name, simpleString type) of each output column, as Spark derives them
     returns them for the valid events of ``schema``; raises :class:`InvalidValueError` where
     building them with Spark raises.
 

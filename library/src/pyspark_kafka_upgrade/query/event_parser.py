@@ -2,8 +2,9 @@
 
 The upgrade planner reads event times without starting a JVM, and must get exactly what the
 job's Spark parser gets, or know that it cannot be sure. ``tests/unit/test_event_parser.py``
-checks this module against ``parse_events`` itself, record by record, on Spark 4.0 and 4.2;
-``tests/unit/test_event_parser_one_sided.py`` checks that where it is sure, it is right.
+checks this module against ``parse_events`` itself, record by record, on Spark 4.0 and 4.2:
+where it is sure it must be right, and it must never take a valid event for malformed or
+give it another time.
 
 What Spark (4.0 and 4.2, Jackson behind ``try_parse_json``) was found to do, and this mirrors:
 
@@ -13,9 +14,10 @@ What Spark (4.0 and 4.2, Jackson behind ``try_parse_json``) was found to do, and
   that array itself (``{...},58]`` padded to 58 bytes) must complete a second wrapper too,
   which it never does. Here the wrapped text must parse to its last character.
 * Refused, hence "not valid JSON", by Jackson's or Spark's own limits: duplicate keys at any
-  depth, ``NaN``/``Infinity``, lone surrogate escapes (keys or values), nesting deeper than
-  1000 (the wrapper counts), numbers longer than 1000 digits, keys longer than 50,000 and
-  strings longer than 20,000,000 UTF-16 units, variants over 128 MiB.
+  depth, ``NaN``/``Infinity``, nesting deeper than 1000 (the wrapper counts), numbers of
+  more than 1000 digits (as Jackson counts them), keys longer than 50,000 and strings
+  longer than 20,000,000 UTF-16 units, variants over 128 MiB. Lone surrogate escapes (keys
+  or values): Spark 4.2 refuses them, Spark 4.0 reads them.
 * Timestamps: years 0000-9999 on the proleptic Gregorian calendar, real month lengths,
   hours 00-23, minutes and seconds 00-59, offsets from -18:00 to +18:00 with minutes 00-59.
 
@@ -87,7 +89,7 @@ class _Doubtful(Exception):
     """Raised by the decoder's hooks: a rule Spark's parser may draw elsewhere applies."""
 
 
-def _refuse_constant(name: str) -> object:
+def _doubt_constant(name: str) -> object:
     raise _Doubtful(f"{name} (Spark refuses it)")
 
 
@@ -98,7 +100,7 @@ def _unique_object(pairs: list[tuple[str, object]]) -> dict[str, object]:
     return obj
 
 
-_DECODER = json.JSONDecoder(object_pairs_hook=_unique_object, parse_constant=_refuse_constant)
+_DECODER = json.JSONDecoder(object_pairs_hook=_unique_object, parse_constant=_doubt_constant)
 
 
 def _iter_strings(root: object, *, values: bool = True) -> Iterator[str]:
@@ -143,7 +145,7 @@ def _near_limits(text: str, size: int, document: object) -> str | None:
         return f"nesting deeper than {_SAFE_DEPTH} (Spark refuses past 1000)"
     # Python joins an escaped pair into one code point: any surrogate left is a lone one.
     if _SURROGATE_ESCAPE.search(text) and any(map(_SURROGATE.search, _iter_strings(document))):
-        return "a lone surrogate escape (Spark refuses it)"
+        return "a lone surrogate escape (Spark 4.2 refuses it, 4.0 reads it)"
     if size > _SAFE_KEY_CHARS or text.count(":") > _MAX_COLLISION_CHAIN:
         keys = set(_iter_strings(document, values=False))
         if any(len(key) > _SAFE_KEY_CHARS for key in keys):

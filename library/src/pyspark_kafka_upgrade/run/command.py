@@ -2,7 +2,7 @@
 
 Composed of four parts, each in its own module:
   - the generation, claimed here under its run lock, its record read once;
-  - ``run_bookkeeping``: what the ledger needs before, during and after the queries;
+  - ``bookkeeping``: what the ledger needs before, during and after the queries;
   - ``queries``: what runs, as data (phases of query specs built from the settings);
   - ``supervisor``: the loop that starts the phases, waits, and stops them gracefully.
 """

@@ -1,3 +1,5 @@
-"""The Spark runtime: the one place a SparkSession is built (``session``), the Kafka
-connector's jars resolved with Maven (``maven``, ``kafka_jars``), progress events as JSON
-(``progress_events``) and Spark's error text made one line (``errors``)."""
+"""Spark: the one place a SparkSession is built (``session``), the Kafka connector's jars
+resolved with Maven (``maven``, ``kafka_jars``), the query's DataFrame steps (``parsing``,
+``aggregation``, and ``steps``, which a project's query composes), the offset ledger's
+listener (``listener``), progress events as JSON (``progress_events``), the refusal of local
+storage on a cluster (``cluster_storage``) and Spark's errors made one line (``errors``)."""

@@ -3,7 +3,7 @@
 A project's query runs on them as it runs in a micro-batch, with no Kafka and no stream::
 
     raw = kafka_rows(spark, [b'{"article_id": "a1", ...}'])
-    rows = query.windowed_aggregates(raw, recipe_of(PROJECT))
+    rows = query.windowed_aggregates(raw, project_recipe(PROJECT))
 """
 
 from __future__ import annotations

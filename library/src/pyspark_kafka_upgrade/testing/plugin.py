@@ -3,7 +3,7 @@
 Loaded by the ``pytest11`` entry point wherever the library is installed. It gives:
 
 - ``kafka_backend``: a running broker for the session, started only if a test asks for it.
-  ``KAFKA_BACKEND=auto|external|testcontainers|apache|noida-db`` picks which (see
+  ``KAFKA_BACKEND=auto|external|testcontainers|apache|noida`` picks which (see
   ``kafka_backends``); a broker that dies fails the tests that use it, with its log.
 - ``spark``: one local SparkSession for the session, with the connector under test
   (``KAFKA_CONNECTOR=python|builtin``, else the project's own setting).

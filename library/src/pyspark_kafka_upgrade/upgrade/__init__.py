@@ -1,6 +1,6 @@
 """The upgrade onto a new checkpoint, as use cases: plan it, review it, apply exactly that.
 
-    gather ──▶ planner.facts ──▶ planner.decide ──▶ planner.plan ──▶ plan_file ──▶ apply ──▶ (run)
+    gather ──▶ model.facts ──▶ planner.decide ──▶ model.plan ──▶ plan_file ──▶ apply ──▶ (run)
       │                              ▲                                   ▲
       └── event_scan ────────────────┘                 planner.staleness: did the world move?
 

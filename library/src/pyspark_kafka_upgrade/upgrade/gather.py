@@ -2,7 +2,7 @@
 
 The ledger (the old generation's records), the old checkpoints and sink log (through
 ``storage``, no JVM), the brokers (partitions and offsets, one confluent-kafka client), and
-the signature the current code and settings build (``app.signature``, no JVM). Nothing here
+the signature the current code and settings build (``generation.signature``, no JVM). Nothing here
 decides anything; ``decide`` and ``staleness`` do, on what this returns.
 """
 

@@ -8,7 +8,8 @@ Adding one is a library change with its contract tests:
 - a store: its module in ``ledger`` (with its own dependencies, an extra when it needs one),
   its contract test, one entry in ``STORES``;
 - a connector: its source, one entry in ``Connector`` and ``SOURCE_FORMATS``.
-The template's hooks hold their answer lists to these (``hooks/answers.py`` and its test).
+The template's hooks read this file by path (standard library only) for their answer
+lists, and a template test holds cookiecutter.json to them.
 """
 
 from __future__ import annotations

@@ -1,0 +1,56 @@
+"""The library passes its own suites, as its CI would run them: lint, unit and integration on
+the newest Spark it supports, and its proofs again on the oldest, on Apache Kafka with Spark's
+built-in connector (the default project's own suite runs the pip-only one), nothing skipped.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conftest import TEMPLATE_DIR, check_suite_run, run_tool
+
+LIBRARY = TEMPLATE_DIR / "library"
+CONNECTOR = "builtin"
+ENV = {
+    "KAFKA_BACKEND": "apache",
+    "KAFKA_CONNECTOR": CONNECTOR,
+    # Every test's outcome, one line each; the slowest tests' wall times.
+    "PYTEST_ADDOPTS": "-rfEsxXp --durations=8",
+}
+PARITY = (
+    "tests/integration/test_builtin_connector.py::test_both_connectors_read_identical_dataframes"
+)
+KILLS = "tests/integration/test_proof_kill_trials.py::test_kill_9_at_random_moments"
+PROOF = "tests/integration/test_proof_harness.py::test_the_proof_catches_a_query_without_its_replay"
+# The proofs run again on the oldest Spark: the upgrade, its kill trials and negative
+# controls, the plugin's proof, and the parser mirror against that Spark's own parser.
+OLDEST_PROOFS = (
+    "tests/integration/test_upgrade.py",
+    "tests/integration/test_proof_kill_trials.py",
+    "tests/integration/test_proof_negative_controls.py",
+    "tests/integration/test_proof_upgrade_kills.py",
+    "tests/integration/test_proof_harness.py",
+    "tests/unit/test_event_parser.py",
+)
+
+
+def test_the_library_passes_its_lint_unit_and_integration_suites() -> None:
+    result = run_tool(["make", "test"], cwd=LIBRARY, env=ENV, timeout=3000)
+    lines = check_suite_run("[library]", result.stdout, CONNECTOR, (PARITY,))
+    for test in (KILLS, PROOF):
+        assert any(line.startswith(f"PASSED {test}") for line in lines), f"{test} did not pass"
+
+
+def test_the_librarys_proofs_hold_on_the_oldest_spark() -> None:
+    oldest = ["VENV=.venv-oldest", "CONSTRAINTS=constraints-oldest.txt"]
+    run_tool(["make", "install", *oldest], cwd=LIBRARY, timeout=1200)
+    pins = dict(
+        line.split("==", 1)
+        for line in (LIBRARY / "constraints-oldest.txt").read_text().splitlines()
+        if "==" in line and not line.startswith("#")
+    )
+    pytest = str(Path(".venv-oldest") / "bin" / "pytest")
+    result = run_tool([pytest, *OLDEST_PROOFS], cwd=LIBRARY, env=ENV, timeout=3000)
+    label = f"[library, Spark {pins['pyspark']}]"
+    check_suite_run(label, result.stdout, CONNECTOR, (PROOF,))
+    assert f"Spark {pins['pyspark']}, master local[1])" in result.stdout
