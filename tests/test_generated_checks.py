@@ -120,6 +120,37 @@ def test_imports_sort_the_same_whatever_the_package_is_called(tmp_path: Path) ->
     run_tool([str(BIN_DIR / "lint-imports"), "--no-cache"], cwd=project, env={"PYTHONPATH": "src"})
 
 
+@pytest.mark.parametrize(
+    ("module", "line", "broken"),
+    [
+        # the events and the query know nothing of each other
+        ("events.py", "from page_views_pipeline import query", "Layers"),
+        # nothing below the entry points imports them
+        ("query.py", "from page_views_pipeline import cli", "Layers"),
+    ],
+    ids=["siblings", "upward"],
+)
+def test_the_projects_import_contracts_fail_on_a_forbidden_import(
+    default_project: Path, tmp_path: Path, module: str, line: str, broken: str
+) -> None:
+    project = working_copy(default_project, tmp_path)
+    target = project / "src" / PACKAGE / module
+    target.write_text(target.read_text() + f"\n{line}  # noqa: E402, F401\n")
+    result = subprocess.run(
+        [str(BIN_DIR / "lint-imports"), "--no-cache"],
+        cwd=project,
+        env={**os.environ, "PYTHONPATH": "src"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 1, result.stdout
+    assert any(broken in row and "BROKEN" in row for row in result.stdout.splitlines()), (
+        result.stdout
+    )
+
+
 def run_generated_tests(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """Some of a baked project's own tests, with this environment's tools."""
     return run_tool(
