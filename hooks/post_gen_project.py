@@ -29,9 +29,11 @@ BUNDLE_FILES = [
     Path("docs") / "DATABRICKS.md",
 ]
 # Building the wheel runs pip; a bake of the same library sources reuses the last one.
-WHEEL_CACHE = Path(
-    os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-) / "cookiecutter-pyspark-kafka-upgrade" / "wheels"
+WHEEL_CACHE = (
+    Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    / "cookiecutter-pyspark-kafka-upgrade"
+    / "wheels"
+)
 BUILD_TIMEOUT_S = 600
 
 
