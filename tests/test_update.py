@@ -63,8 +63,11 @@ def test_a_library_bump_reaches_a_project_as_its_pin_and_wheel(tmp_path: Path) -
     after = tree(project)
 
     changed = {name for name in before.keys() & after.keys() if before[name] != after[name]}
-    # The pin, and the template commit that cruft records (so do the answers, as _commit).
-    assert changed == {"pyproject.toml", ".cruft.json", ".cookiecutter.json"}, changed
+    # The pin (in pyproject.toml and where the README names it), and the template commit
+    # that cruft records (so do the answers, as _commit).
+    assert changed == {"pyproject.toml", "README.md", ".cruft.json", ".cookiecutter.json"}, changed
+    for name in ("pyproject.toml", "README.md"):
+        assert before[name].decode().replace(old, new) == after[name].decode(), name
     answers = [json.loads(files[".cookiecutter.json"])["cookiecutter"] for files in (before, after)]
     assert {key for key in answers[0] if answers[0][key] != answers[1].get(key)} == {"_commit"}
     assert set(before) - set(after) == {f"wheels/pyspark_kafka_upgrade-{old}-py3-none-any.whl"}

@@ -49,8 +49,10 @@ def test_an_edited_query_step_needs_a_new_generation_and_run_refuses_it(tmp_path
 
 
 def test_comments_and_formatting_in_the_query_are_not_changes(tmp_path: Path) -> None:
-    source = query_source(PROJECT).replace("\n\n\ndef ", "\n\n\n# a comment\ndef ")
-    reworded = with_query_source(PROJECT, source, tmp_path)
+    source = query_source(PROJECT)
+    commented = source.replace("\n\n\ndef ", "\n\n\n# a comment\ndef ")
+    assert commented != source
+    reworded = with_query_source(PROJECT, commented, tmp_path)
     assert advice(PROJECT, reworded).verdict is Verdict.SAME
 
 

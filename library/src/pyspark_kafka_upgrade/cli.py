@@ -15,7 +15,6 @@ from typing import Any, NoReturn
 
 from pyspark.errors import PySparkException
 
-from pyspark_kafka_upgrade import __version__
 from pyspark_kafka_upgrade.config import command as configuration
 from pyspark_kafka_upgrade.config import connector as connector_command
 from pyspark_kafka_upgrade.errors import ConfigError, PipelineError
@@ -64,11 +63,7 @@ def build_parser(project: Project) -> argparse.ArgumentParser:
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument(
-        "--version",
-        action="version",
-        version=f"%(prog)s {project.version} (pyspark-kafka-upgrade {__version__})",
-    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {project.version}")
     _add_settings_options(parser, depth=0, prog=prog)
     commands = _Commands(parser, dest="command", depth=1, prog=prog)
     _add_config_command(commands)

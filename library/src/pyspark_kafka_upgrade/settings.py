@@ -57,7 +57,7 @@ class PipelineSettings:
 class KafkaSettings:
     bootstrap_servers: str
     topics: tuple[str, ...]
-    connector: Connector  # see source.connectors
+    connector: Connector  # see values.catalog
     starting_offsets: str = "earliest"
     # 0 leaves batches unbounded, as the built-in connector does without the option.
     max_offsets_per_trigger: int = 0
@@ -154,7 +154,7 @@ class SinkSettings:
 
 @dataclass(frozen=True, slots=True)
 class LedgerSettings:
-    store: StoreName  # see ledger.registry
+    store: StoreName  # see values.catalog
     # A file path for sqlite, a DSN for postgres, a directory URI for filesystem.
     location: str
 

@@ -141,3 +141,59 @@ def test_the_history_is_not_part_of_the_comparison() -> None:
     recorded = with_history(SIGNATURE, with_history(changed("window.watermark_delay_ms", 1), None))
     assert advise(recorded, copy.deepcopy(SIGNATURE)).verdict is Verdict.SAME
     assert advise(SIGNATURE, recorded).verdict is Verdict.SAME
+
+
+# -- Format 2: the project's events and query code --------------------------------------------
+
+FORMAT_2: dict[str, Any] = {
+    **copy.deepcopy(SIGNATURE),
+    "format_version": 2,
+    "events": [
+        {"name": "article_id", "type": "string", "required": True},
+        {"name": "event_time", "type": "timestamp", "required": True},
+    ],
+    "query": "sha256:0123456789abcdef",
+}
+
+
+def test_a_changed_query_needs_a_new_checkpoint() -> None:
+    advice = advise(FORMAT_2, {**FORMAT_2, "query": "sha256:fedcba9876543210"})
+    assert advice.verdict is Verdict.NEEDS_NEW_CHECKPOINT
+    assert [c.path for c in advice.changes] == ["query"]
+    assert "cannot be told without running it" in advice.changes[0].reason
+
+
+def test_changed_events_alone_fit_on_the_checkpoint() -> None:
+    optional_user = [*FORMAT_2["events"], {"name": "user_id", "type": "string", "required": False}]
+    advice = advise(FORMAT_2, {**FORMAT_2, "events": optional_user})
+    assert advice.verdict is Verdict.SAFE
+    assert [c.path for c in advice.changes] == ["events"]
+
+
+def test_a_format_1_signature_lacks_events_and_query_without_that_being_a_change() -> None:
+    # Recorded by a version before signatures held them: what it did not record is not
+    # compared, and the advice says so rather than staying silent.
+    advice = advise(SIGNATURE, FORMAT_2)
+    assert advice.verdict is Verdict.SAFE
+    assert {c.path: c.reason for c in advice.changes} == {
+        "events": "the old generation's signature predates it",
+        "query": "the old generation's signature predates it",
+    }
+    # Anything else that changed is still judged.
+    assert advise(SIGNATURE, changed_2("window.duration_ms", 1)).verdict is (
+        Verdict.NEEDS_NEW_CHECKPOINT
+    )
+
+
+def test_the_format_version_itself_is_not_a_change() -> None:
+    assert advise({**FORMAT_2, "format_version": 3}, FORMAT_2).verdict is Verdict.SAME
+
+
+def changed_2(path: str, value: object) -> dict[str, Any]:
+    signature = copy.deepcopy(FORMAT_2)
+    *parents, leaf = path.split(".")
+    node = signature
+    for key in parents:
+        node = node[key]
+    node[leaf] = value
+    return signature

@@ -906,10 +906,13 @@ def _generated_corpus(events: Sequence[EventField], examples: int) -> list[Recor
     """
     corpus: list[Record] = []
 
+    # Derandomized: the same corpus on every run, so that CI never fails on a draw that a
+    # rerun would not make; its size, not its luck, is what makes it broad.
     @settings(
         max_examples=examples,
         deadline=None,
         database=None,
+        derandomize=True,
         phases=[Phase.generate],
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
     )

@@ -14,16 +14,20 @@ from pyspark_kafka_upgrade.ledger.sqlite_store import (
 )
 from pyspark_kafka_upgrade.model.ledger import (
     BatchRecord,
+    GenerationRecord,
+    GenerationStatus,
     LedgerGap,
 )
 from pyspark_kafka_upgrade.run.bookkeeping import (
     UpgradeIncompleteError,
     mark_unrecorded_batches,
+    record_generation,
     refuse_without_history,
 )
 from pyspark_kafka_upgrade.settings import (
     load_settings,
 )
+from pyspark_kafka_upgrade.testing.signatures import signature_of
 from pyspark_kafka_upgrade.values.layout import (
     GenerationLayout,
 )
@@ -95,3 +99,30 @@ def test_a_lost_ledger_with_a_later_generation_on_disk_is_refused(tmp_path: Path
         committed(Path(GenerationLayout(str(root), 2).checkpoint), range(1))
         with pytest.raises(UpgradeIncompleteError, match="committed checkpoints of generations 2"):
             refuse_without_history(store, settings, 1)
+
+
+def test_a_run_says_what_changed_on_a_checkpoint_that_carries_it(tmp_path: Path) -> None:
+    # A signature recorded by a library before format 2 lacks the events and the query:
+    # `run` goes on, and its banner says so instead of staying silent.
+    layout = GenerationLayout(str(tmp_path / "pipeline"), 1)
+    current = signature_of(PROJECT)
+    old = current.to_json()
+    for key in ("format_version", "events", "query"):
+        old.pop(key)
+    with SqliteOffsetStore(str(tmp_path / "ledger.sqlite")) as store:
+        store.record_generation(
+            GenerationRecord(
+                pipeline="p",
+                generation=1,
+                status=GenerationStatus.RUNNING,
+                signature=old,
+                plan=None,
+                created_at_ms=1,
+                updated_at_ms=1,
+            )
+        )
+        carried = record_generation(store, "p", layout, store.generation("p", 1), current)
+        again = record_generation(store, "p", layout, store.generation("p", 1), current)
+    assert [sentence.split(":")[0] for sentence in carried] == ["events", "query"]
+    assert all("predates it" in sentence for sentence in carried)
+    assert again == []

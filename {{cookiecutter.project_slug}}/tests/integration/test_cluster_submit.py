@@ -16,7 +16,10 @@ from pyspark.sql import SparkSession
 from pyspark_kafka_upgrade.checkpoint.reader import read_checkpoint
 from pyspark_kafka_upgrade.spark.kafka_jars import SPARK_KAFKA_JARS, fetch_connector_jars
 from pyspark_kafka_upgrade.testing import spark_cluster
-from pyspark_kafka_upgrade.testing.driver_process import sigterm_after_second_batch
+from pyspark_kafka_upgrade.testing.driver_process import (
+    run_in_own_group,
+    sigterm_after_second_batch,
+)
 from pyspark_kafka_upgrade.testing.kafka_backends import (
     KafkaBackend,
     Record,
@@ -109,7 +112,9 @@ def test_an_upgrade_on_the_cluster_loses_nothing_and_writes_nothing_twice(
 
     def submitted(overrides: Sequence[str]) -> int:
         arguments = [*command, "--", *(f"--set={o}" for o in overrides), "run", "--available-now"]
-        done = subprocess.run(arguments, cwd=tmp_path, env=env, capture_output=True, timeout=900)
+        done = run_in_own_group(arguments, cwd=tmp_path, env=env, timeout=900)
+        if done.returncode:  # shown with the test's failure, if it is one
+            print(f"$ {' '.join(arguments)}\n{done.stdout[-3000:]}{done.stderr[-3000:]}")
         return done.returncode
 
     report = prove_upgrade(

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import importlib
+import importlib.util
 import inspect
 from types import ModuleType
 
@@ -67,30 +69,107 @@ def derive_signature(
     )
 
 
+# The project's modules that declare rather than compute: their changes are seen elsewhere
+# (the events structurally, the defaults as settings) or are not the job's (the CLI).
+_NOT_THE_QUERY = frozenset({"__init__", "__main__", "cli", "pipeline", "events"})
+
+
 def query_digest(module: ModuleType) -> str:
-    """``sha256:`` and 16 hex digits of the query module's syntax tree, docstrings left out.
+    """``sha256:`` and 16 hex digits of the query's code: the query module and every module
+    of the project's own package that it imports, as syntax trees without docstrings.
 
     Comments, blank lines, formatting and docstrings do not change it; any change to what
-    the code does does. A new Python version may dump the same code differently: that reads
-    as a change, which is the safe side.
+    the code does does. The tree is written out canonically (node names and the fields that
+    hold something), so that the same code gives the same digest on every Python from 3.11.
     """
+    package = module.__name__.rpartition(".")[0]
+    # Named relative to the project's package, the query module as "<query>": renaming the
+    # package or loading the module under another name is no change to the code.
+    named = {
+        "<query>" if name == module.__name__ else name.removeprefix(package + "."): tree
+        for name, tree in _query_trees(module).items()
+    }
+    parts = [f"{name}\n{_canonical(tree)}" for name, tree in sorted(named.items())]
+    return "sha256:" + hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+
+
+def _query_trees(module: ModuleType) -> dict[str, ast.Module]:
+    """The syntax trees of ``module`` and of the project modules it imports, by name."""
+    package = module.__name__.rpartition(".")[0]
+    trees: dict[str, ast.Module] = {}
+    pending = [module.__name__]
+    while pending:
+        name = pending.pop()
+        if name in trees:
+            continue
+        tree = ast.parse(_source(name))
+        trees[name] = tree
+        for imported in _imports(tree, name):
+            last = imported.rpartition(".")[2]
+            if (
+                package
+                and imported.startswith(package + ".")
+                and last not in _NOT_THE_QUERY
+                and _is_module(imported)
+            ):
+                pending.append(imported)
+    return trees
+
+
+def _is_module(name: str) -> bool:
     try:
-        source = inspect.getsource(module)
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _source(name: str) -> str:
+    try:
+        return inspect.getsource(importlib.import_module(name))
     except (OSError, TypeError) as error:
         raise ConfigError(
-            f"the source of the query module {module.__name__} cannot be read ({error}); "
-            "install the project with its .py files"
+            f"the source of the query module {name} cannot be read ({error}); install the "
+            "project with its .py files"
         ) from None
-    tree = ast.parse(source)
+
+
+def _imports(tree: ast.Module, importer: str) -> list[str]:
+    """Modules ``tree`` imports, with ``from package import module`` named as a module."""
+    found: list[str] = []
     for node in ast.walk(tree):
-        body = getattr(node, "body", None)
-        if (
-            isinstance(node, ast.Module | ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
-            and body
-            and isinstance(body[0], ast.Expr)
-            and isinstance(body[0].value, ast.Constant)
-            and isinstance(body[0].value.value, str)
-        ):
-            node.body = body[1:] or [ast.Pass()]
-    dumped = ast.dump(tree, annotate_fields=False, include_attributes=False)
-    return "sha256:" + hashlib.sha256(dumped.encode()).hexdigest()[:16]
+        if isinstance(node, ast.Import):
+            found += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parent = importer.rsplit(".", node.level)[0]
+                base = f"{parent}.{base}" if base else parent
+            found += [base, *(f"{base}.{alias.name}" for alias in node.names)]
+    return found
+
+
+def _canonical(node: object) -> str:
+    """A node as its class name and the fields that hold something, recursively: what
+    ``ast.dump`` writes, minus what Python versions differ on (empty and None fields)."""
+    if isinstance(node, ast.AST):
+        if _is_docstring(node):
+            return ""
+        fields = [
+            f"{name}={_canonical(value)}"
+            for name, value in ast.iter_fields(node)
+            if value is not None
+            and value != []
+            and not (isinstance(node, ast.Constant) and name == "kind")
+        ]
+        return f"{type(node).__name__}({','.join(fields)})"
+    if isinstance(node, list):
+        return "[" + ",".join(part for part in map(_canonical, node) if part) + "]"
+    return repr(node)
+
+
+def _is_docstring(node: ast.AST) -> bool:
+    return (
+        isinstance(node, ast.Expr)
+        and isinstance(node.value, ast.Constant)
+        and isinstance(node.value.value, str)
+    )

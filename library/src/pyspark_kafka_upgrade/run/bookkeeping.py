@@ -117,8 +117,9 @@ def record_generation(
     layout: GenerationLayout,
     existing: GenerationRecord | None,
     signature: PipelineSignature,
-) -> None:
-    """Record the generation as running with ``signature``.
+) -> list[str]:
+    """Record the generation as running with ``signature``; the changes since the signature
+    it recorded before, which its checkpoint carries, as sentences for the run's banner.
 
     Refuses a signature the generation's checkpoint cannot carry.
     """
@@ -132,8 +133,9 @@ def record_generation(
                 + "; ".join(advice.sentences())
                 + " Run `upgrade plan` to see how a new generation would start."
             )
-        for sentence in advice.sentences()[:-1]:
-            log.info("signature change on the same checkpoint: %s", sentence)
+        carried = [change.sentence() for change in advice.changes]
+    else:
+        carried = []
     store.record_generation(
         GenerationRecord(
             pipeline=pipeline,
@@ -149,6 +151,7 @@ def record_generation(
             updated_at_ms=now,
         )
     )
+    return carried
 
 
 def mark_unrecorded_batches(

@@ -164,7 +164,7 @@ def _run_generation(
         spark, settings, layout, start, available_now=request.available_now, replaying=replaying
     )
     signature = derive_signature(settings, layout, spark_version=spark.version)
-    record_generation(store, pipeline, layout, claim.record, signature)
+    carried = record_generation(store, pipeline, layout, claim.record, signature)
     unrecorded = mark_unrecorded_batches(store, pipeline, layout)
     ledger = LedgerListener(
         store,
@@ -177,7 +177,7 @@ def _run_generation(
         {AGGREGATES_QUERY, QUARANTINE_QUERY},
         malformed=lambda progress: _observed(progress, METRICS.malformed_rows),
     )
-    for line in _banner(request, store, layout, start, phases, unrecorded):
+    for line in _banner(request, store, layout, start, phases, unrecorded, carried):
         request.echo(line)
     supervision = Supervision(
         stop=request.stop,
@@ -211,6 +211,7 @@ def _banner(
     start: GenerationStart,
     phases: list[Phase],
     unrecorded: list[int],
+    carried: list[str],
 ) -> list[str]:
     until = "until caught up" if request.available_now else "until stopped"
     lines = [
@@ -231,6 +232,9 @@ def _banner(
             f"counted the events before {iso_utc(start.replay_from_event_ms)}"
         )
     lines += [phase.note for phase in phases if phase.note]
+    # Changes since the signature this checkpoint recorded, which it carries: said, not
+    # hidden (a signature an earlier version recorded lacks what this one compares).
+    lines += [f"  signature   {sentence}" for sentence in carried]
     if unrecorded:
         lines.append(
             f"  ledger      batches {', '.join(map(str, unrecorded))} committed without a "

@@ -13,13 +13,15 @@ starts what this module builds; nothing here starts a query.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from types import ModuleType
 
 from pyspark.sql import DataFrame, SparkSession
 
+from pyspark_kafka_upgrade.errors import ConfigError
 from pyspark_kafka_upgrade.kafka.connector import read_kafka_stream
 from pyspark_kafka_upgrade.model.replay_filter import ReplayFilter
 from pyspark_kafka_upgrade.query import columns
-from pyspark_kafka_upgrade.query.recipe import Recipe
+from pyspark_kafka_upgrade.query.recipe import REPLAY_STEPS, Recipe
 from pyspark_kafka_upgrade.run.bookkeeping import GenerationStart
 from pyspark_kafka_upgrade.settings import Settings
 from pyspark_kafka_upgrade.sink.writer import Trigger
@@ -56,6 +58,27 @@ class Phase:
 
     queries: tuple[QuerySpec, ...]
     note: str | None = None  # a line for the run's banner
+
+
+class ReplayFilterMissingError(ConfigError):
+    """The project's query left out a step of the replay filter."""
+
+
+def windowed_aggregates(query: ModuleType, raw: DataFrame, recipe: Recipe) -> DataFrame:
+    """The project's windowed query, refused when it left out a step of the replay filter:
+    the next generation an upgrade starts would write windows twice (it is checked now,
+    before anything runs, even where this generation's filter is empty)."""
+    built = replace(recipe, applied=set())
+    frame: DataFrame = query.windowed_aggregates(raw, built)
+    missing = [step for step in REPLAY_STEPS if step not in built.applied]
+    if missing:
+        raise ReplayFilterMissingError(
+            f"{query.__name__}.windowed_aggregates does not apply the replay filter "
+            f"({', '.join(f'steps.{step}' for step in missing)}): a generation started from "
+            "an upgrade plan would write windows twice. Apply both steps, as the reference "
+            "query does"
+        )
+    return frame
 
 
 def recipe_of(settings: Settings, start: GenerationStart) -> Recipe:
@@ -108,7 +131,7 @@ def run_phases(
         starting_offsets=start.quarantine_offsets,
         initial_offsets_location=layout.quarantine_initial_offsets,
     )
-    frame = query.windowed_aggregates(raw, recipe)
+    frame = windowed_aggregates(query, raw, recipe)
     aggregates = QuerySpec(AGGREGATES_QUERY, frame, layout.output, layout.checkpoint, sink, trigger)
     quarantine = QuerySpec(
         QUARANTINE_QUERY,
@@ -129,7 +152,7 @@ def run_phases(
     )
     replay = replace(
         aggregates,
-        frame=query.windowed_aggregates(unlimited, recipe),
+        frame=windowed_aggregates(query, unlimited, recipe),
         trigger=replace(trigger, available_now=True),
     )
     return [Phase((replay,), note=_REPLAY_NOTE), steady]

@@ -40,6 +40,8 @@ _ISO_8601 = (
     r"(Z|[+-][0-9]{2}:[0-9]{2})?\z"
 )
 _HAS_OFFSET = r"(Z|[+-][0-9]{2}:[0-9]{2})\z"
+# Any text that could close the "[value,size]" wrapper early: a number, then "]".
+_ANY_EARLY_CLOSE = r",[ \t\r\n]*[0-9]+[ \t\r\n]*\]"
 # A valid JSON text whose first character is "{" is an object; this avoids walking it.
 _STARTS_AS_OBJECT = r"\A[ \t\r\n]*\{"
 
@@ -119,9 +121,12 @@ def parse_events(
     # Unless the value closes the array itself: '{...},58]junk', padded to 58 bytes, parses
     # as [{...},58]. Its text then holds ",58]"; only for such a value, a second wrapper must
     # be complete too. No value closes both: after it, one needs ",58]", the other ',"n":'.
-    closes_early = F.regexp(
-        parseable, F.concat(F.lit(r",[ \t\r\n]*"), digits, F.lit(r"[ \t\r\n]*\]"))
-    )
+    # The pattern holds each row's size, so Spark compiles it per row: a constant pattern
+    # first, which most values fail, keeps that off the common path.
+    closes_early = F.when(
+        parseable.rlike(_ANY_EARLY_CLOSE),
+        F.regexp(parseable, F.concat(F.lit(r",[ \t\r\n]*"), digits, F.lit(r"[ \t\r\n]*\]"))),
+    ).otherwise(False)
     as_member = F.concat(F.lit('{"v":'), parseable, F.lit(',"n":'), digits, F.lit("}"))
     one_document = F.when(closes_early, F.try_parse_json(as_member).isNotNull()).otherwise(True)
     complete = F.coalesce(

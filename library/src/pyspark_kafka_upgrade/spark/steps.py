@@ -51,6 +51,8 @@ def parse_events(raw: DataFrame, recipe: Recipe) -> DataFrame:
 
 
 def drop_counted_events(events: DataFrame, recipe: Recipe) -> DataFrame:
+    """The replay filter's first step: a plan that changed the window splits in event time."""
+    recipe.applied.add("drop_counted_events")
     return aggregation.drop_counted_events(
         events, event_time_from_ms=recipe.replay.event_time_from_ms
     )
@@ -63,6 +65,8 @@ def window_events(events: DataFrame, recipe: Recipe) -> DataFrame:
 
 
 def drop_written_windows(framed: DataFrame, recipe: Recipe) -> DataFrame:
+    """The replay filter's second step: drop (event, window) pairs ending at or before W."""
+    recipe.applied.add("drop_written_windows")
     return aggregation.drop_written_windows(
         framed, window_end_after_ms=recipe.replay.window_end_after_ms
     )

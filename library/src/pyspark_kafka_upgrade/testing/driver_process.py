@@ -159,3 +159,27 @@ def sigterm_after_second_batch(
             driver.wait()
     reader.join(timeout=10)
     return SignalledRun(before_signal, "".join(lines), returncode)
+
+
+def run_in_own_group(
+    command: Sequence[str], *, cwd: Path, env: Mapping[str, str], timeout: float
+) -> subprocess.CompletedProcess[str]:
+    """Run ``command`` to its end in a process group of its own, its output collected; on a
+    timeout, kill the group: every driver and JVM it started (spark-submit's children)."""
+    process = subprocess.Popen(
+        list(command),
+        cwd=cwd,
+        env=dict(env),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        stdout, stderr = process.communicate(timeout=timeout)
+    finally:
+        if process.poll() is None:
+            with suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.communicate()
+    return subprocess.CompletedProcess(list(command), process.returncode, stdout, stderr)

@@ -22,7 +22,8 @@ from pyspark_kafka_upgrade.values.project import Project
 def mirror_disagreements(
     spark: SparkSession, project: Project, values: Sequence[bytes | None], *overrides: str
 ) -> list[str]:
-    """One line per record where the mirror, sure of itself, differs from Spark."""
+    """One line per record where the mirror, sure of itself, differs from Spark. Refuses
+    samples the mirror is sure of none of: they would check nothing."""
     recipe = project_recipe(project, *overrides)
     stamps = [1_795_000_000_123] * len(values)
     parsed = steps.parse_events(kafka_rows(spark, values, timestamps_ms=stamps), recipe)
@@ -39,14 +40,18 @@ def mirror_disagreements(
         max_value_bytes=recipe.max_value_bytes,
     )
     found = []
+    sure = 0
     for offset, value in enumerate(values):
         mine = mirror.parse(value, stamps[offset] * 1000)
         if mine.unsure is not None:
             continue
+        sure += 1
         theirs = spark_answers[offset]
         if (mine.reason, mine.event_time_us) != theirs:
             found.append(
                 f"record {offset} {value!r}: Spark gives {theirs}, the mirror "
                 f"{(mine.reason, mine.event_time_us)}"
             )
+    if not sure:
+        raise AssertionError("the mirror is unsure of every sample: they check nothing")
     return found

@@ -8,7 +8,8 @@ Loaded by the ``pytest11`` entry point wherever the library is installed. It giv
 - ``spark``: one local SparkSession for the session, with the connector under test
   (``KAFKA_CONNECTOR=python|builtin``, else the project's own setting).
 - ``project``: the project under test, named by the ini option ``pyspark_kafka_upgrade_project``
-  (``"package.pipeline:PROJECT"``; default: the library's reference pipeline).
+  (``"package.pipeline:PROJECT"``), which a project must set: with no default, a project
+  cannot test the library's reference pipeline by mistake.
 - The report header names the backend, the Kafka version and the connector, and every
   test that needs a broker is marked ``integration``.
 """
@@ -39,22 +40,22 @@ from pyspark_kafka_upgrade.testing.spark import build_test_spark_session, connec
 from pyspark_kafka_upgrade.values.project import Project
 
 PROJECT_OPTION = "pyspark_kafka_upgrade_project"
-_DEFAULT_PROJECT = "pyspark_kafka_upgrade.example.pipeline:PROJECT"
 _PROJECT = pytest.StashKey[Project]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addini(
-        PROJECT_OPTION,
-        "the project under test, as module:attribute (default: the reference pipeline)",
-        default=_DEFAULT_PROJECT,
-    )
+    parser.addini(PROJECT_OPTION, "the project under test, as module:attribute", default="")
 
 
 def project_under_test(config: pytest.Config) -> Project:
     """The project the ini option names, imported once per session."""
     if _PROJECT not in config.stash:
-        named = str(config.getini(PROJECT_OPTION)).strip() or _DEFAULT_PROJECT
+        named = str(config.getini(PROJECT_OPTION)).strip()
+        if not named:
+            raise pytest.UsageError(
+                f'set {PROJECT_OPTION} = "<package>.pipeline:PROJECT" in '
+                "[tool.pytest.ini_options]: the project these tests are about"
+            )
         module, _, attribute = named.partition(":")
         found = getattr(importlib.import_module(module), attribute or "PROJECT", None)
         if not isinstance(found, Project):

@@ -43,8 +43,8 @@ from pyspark_kafka_upgrade.values.layout import GenerationLayout
 from pyspark_kafka_upgrade.values.project import Project
 
 Event = Mapping[str, object]
-# (window start ms, the grouping keys' values): one output row's identity.
-Row = tuple[int, tuple[object, ...]]
+# (window start ms, window end ms, the grouping keys' values): one output row's identity.
+Row = tuple[int, int, tuple[object, ...]]
 _RELATIVE = {"approx_count_distinct": 0.05}
 
 
@@ -155,7 +155,7 @@ def prove_upgrade(
     apply_command(upgraded, accept_data_loss=False, spark=lambda: spark)
     kafka.produce(bootstrap, topic, records[stop_after:])
     _expect(runs(overrides_2), 0, "version 2 from the plan")
-    return _compare(spark, version_1, upgraded, events, plan)
+    return _compare(spark, version_1, upgraded, events, stop_after, plan)
 
 
 def _records(settings: Settings, events: Sequence[Event], partitions: int) -> list[kafka.Record]:
@@ -186,19 +186,43 @@ def _compare(
     version_1: Settings,
     upgraded: Settings,
     events: Sequence[Event],
+    stop_after: int,
     plan: UpgradePlan,
 ) -> ProofReport:
     root = version_1.pipeline.root
     generations = {plan.from_generation: version_1, plan.to_generation: upgraded}
+    # The watermarks the oracle expects, from the events: each run ends caught up, with a
+    # batch at the watermark its newest event set. The checkpoint must agree, or the oracle
+    # would expect too little.
+    old_w = _newest_ms(version_1, events[:stop_after]) - version_1.window.spec.watermark_delay_ms
+    final_w = _newest_ms(upgraded, events) - upgraded.window.spec.watermark_delay_ms
     last = GenerationLayout(root, plan.to_generation)
-    written_through = oracle.final_watermark_ms(_local(last.checkpoint))
-    # Every window of the new version's spec that the last watermark passed, from all events;
-    # the old generation wrote its own windows with its own spec and metrics.
+    _agree("W of the old generation (the plan's)", plan.watermark_ms, old_w)
+    _agree("the last watermark", oracle.final_watermark_ms(_local(last.checkpoint)), final_w)
+    # The old generation wrote its windows, with its own spec and metrics, up to W; the new
+    # one the rest: the windows ending after W, or with a new window spec the windows of the
+    # events from the plan's split on.
+    split = plan.replay_filter.event_time_from_ms
     expected: dict[Row, dict[str, object]] = {}
     for generation, settings in generations.items():
-        through = written_through if generation == plan.to_generation else plan.watermark_ms
-        after = None if generation == plan.from_generation else plan.watermark_ms
-        expected.update(_expected(settings, events, through_ms=through, after_ms=after))
+        new = generation == plan.to_generation
+        counted = [
+            e
+            for e in events
+            if split is None or not new or _time_ms(e, settings.events.time_field) >= split
+        ]
+        expected_rows = _expected(
+            settings,
+            counted,
+            through_ms=final_w if new else old_w,
+            after_ms=old_w if new and split is None else None,
+        )
+        if not expected_rows:
+            raise AssertionError(
+                f"no window of generation {generation} is expected from these events: the "
+                "proof would prove little; give events that close windows on both sides"
+            )
+        expected.update(expected_rows)
     written: dict[Row, list[tuple[int, dict[str, object]]]] = defaultdict(list)
     for generation, settings in generations.items():
         for row, metrics in _written(spark, settings, generation):
@@ -214,6 +238,17 @@ def _compare(
     return report
 
 
+def _agree(what: str, found: int, expected: int) -> None:
+    if found != expected:
+        raise AssertionError(
+            f"{what} is {found}, but the events give {expected}: the run did not end caught up"
+        )
+
+
+def _newest_ms(settings: Settings, events: Sequence[Event]) -> int:
+    return max(_time_ms(event, settings.events.time_field) for event in events)
+
+
 def _expected(
     settings: Settings, events: Sequence[Event], *, through_ms: int, after_ms: int | None
 ) -> dict[Row, dict[str, object]]:
@@ -227,7 +262,7 @@ def _expected(
         for start in grid.starts(time_ms):
             end = start + grid.size_ms
             if end <= through_ms and (after_ms is None or end > after_ms):
-                members[(start, tuple(event.get(key) for key in keys))].append(event)
+                members[(start, end, tuple(event.get(key) for key in keys))].append(event)
     return {
         row: {
             m.name: _metric(m.function, m.column, inside) for m in settings.aggregation.metric_specs
@@ -269,7 +304,11 @@ def _written(
     rows = spark.read.format(settings.sink.format).load(str(directory)).collect()
     return [
         (
-            (_epoch_ms(row["window_start"]), tuple(row[key] for key in keys)),
+            (
+                _epoch_ms(row["window_start"]),
+                _epoch_ms(row["window_end"]),
+                tuple(row[key] for key in keys),
+            ),
             {name: row[name] for name in metrics},
         )
         for row in rows
@@ -323,5 +362,5 @@ def _local(uri: str) -> Path:
 
 
 def _show(row: Row) -> str:
-    start, keys = row
+    start, _, keys = row
     return f"window {datetime.fromtimestamp(start / 1000, tz=UTC):%H:%M} keys {keys}"
