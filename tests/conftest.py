@@ -40,6 +40,8 @@ WORKING_DEBRIS = (
     ".ruff_cache",
     ".pytest_cache",
     ".import_linter_cache",
+    "artifacts",
+    "spark-warehouse",
 )
 
 

@@ -22,7 +22,7 @@ PARITY = (
     "tests/integration/test_builtin_connector.py::test_both_connectors_read_identical_dataframes"
 )
 KILLS = "tests/integration/test_proof_kill_trials.py::test_kill_9_at_random_moments"
-PROOF = "tests/integration/test_proof_harness.py::test_the_proof_catches_a_query_without_its_replay"
+PROOF = "tests/integration/test_proof_harness.py::test_the_proof_catches_a_query_whose_replay"
 # The proofs run again on the oldest Spark: the upgrade, its kill trials and negative
 # controls, the plugin's proof, and the parser mirror against that Spark's own parser.
 OLDEST_PROOFS = (

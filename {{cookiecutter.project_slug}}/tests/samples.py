@@ -1,9 +1,16 @@
-"""This project's own events for its tests, and the change the upgrade tests make."""
+"""This project's own events for its tests, and the upgrade the integration tests prove."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+from pyspark_kafka_upgrade.testing.kafka_backends import KafkaBackend
+from pyspark_kafka_upgrade.testing.proof import ProofReport, prove_upgrade
+from pyspark_kafka_upgrade.values.project import Project
 
 BASE_MS = 1_795_341_600_000  # 2026-11-22T10:00:00Z, a multiple of the windows used here
 MINUTE_MS = 60_000
@@ -32,3 +39,26 @@ def page_view(
 
 def value(event: dict[str, object]) -> bytes:
     return json.dumps(event).encode()
+
+
+def prove(
+    project: Project,
+    spark: SparkSession,
+    kafka_backend: KafkaBackend,
+    tmp_path: Path,
+    run: Callable[[Sequence[str]], int] | None = None,
+) -> ProofReport:
+    """The upgrade proved on this project's events: one a minute from 10:00 to 10:59, of
+    which version 1 reads those to 10:39 (W is then 10:34, and the windows ending after it
+    are still open when it stops); version 2 adds the users metric."""
+    return prove_upgrade(
+        project,
+        spark,
+        kafka_backend,
+        tmp_path,
+        events=[page_view(minute) for minute in range(60)],
+        stop_after=40,
+        version_2=[USERS],
+        settings=WINDOWS,
+        run=run,
+    )

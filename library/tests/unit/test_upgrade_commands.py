@@ -5,7 +5,6 @@ one line, exit code 2, and nothing changed."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,43 +21,15 @@ from pyspark_kafka_upgrade.model.plan import (
     FORMAT_VERSION,
     UpgradePlan,
 )
-from pyspark_kafka_upgrade.model.scans import Record, ScanRange
-from pyspark_kafka_upgrade.query.event_parser import (
-    EventParser,
-)
-from pyspark_kafka_upgrade.upgrade import (
-    event_scan,
-)
-from pyspark_kafka_upgrade.upgrade import (
-    gather as gathering,
-)
 from pyspark_kafka_upgrade.upgrade.commands import (
     APPLY_STEPS,
     apply_command,
-)
-from pyspark_kafka_upgrade.upgrade.event_scan import (
-    EventSource,
 )
 from support.example import main
 
 
 class Crash(BaseException):
     """Stands for the process being killed: no `except Exception` stops it."""
-
-
-@pytest.fixture
-def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[fake.World]:
-    """Generation 1 after 4 batches; the commands ask its broker and read its records."""
-    made = fake.make_world(tmp_path / "world")
-
-    def records(
-        source: EventSource, span: ScanRange, parser: EventParser, on_batch: Any = None
-    ) -> Iterator[Record]:
-        yield from made.scan(span.partition, span.start, span.end)
-
-    monkeypatch.setattr(gathering, "open_broker", lambda settings: made.broker)
-    monkeypatch.setattr(event_scan, "event_times", records)
-    yield made
 
 
 def cli(world: fake.World, *arguments: str, settings: tuple[str, ...] = (fake.VERSION_2,)) -> int:

@@ -4,35 +4,11 @@ to higher layers 14 times)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
-import pytest
-
 import pyspark_kafka_upgrade.testing.fake_world as fake
 import support.settings_walk as walk
-from pyspark_kafka_upgrade.model.scans import Record, ScanRange
-from pyspark_kafka_upgrade.query.event_parser import EventParser
-from pyspark_kafka_upgrade.upgrade import event_scan
-from pyspark_kafka_upgrade.upgrade import gather as gathering
 from pyspark_kafka_upgrade.upgrade.commands import plan_command
-from pyspark_kafka_upgrade.upgrade.event_scan import EventSource
 
 MAX_VISITS = 2
-
-
-@pytest.fixture
-def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> fake.World:
-    made = fake.make_world(tmp_path / "world")
-
-    def records(
-        source: EventSource, span: ScanRange, parser: EventParser, on_batch: object = None
-    ) -> Iterator[Record]:
-        yield from made.scan(span.partition, span.start, span.end)
-
-    monkeypatch.setattr(gathering, "open_broker", lambda settings: made.broker)
-    monkeypatch.setattr(event_scan, "event_times", records)
-    return made
 
 
 def test_upgrade_plan_visits_each_module_with_the_settings_at_most_twice(

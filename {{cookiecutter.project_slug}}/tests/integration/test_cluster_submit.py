@@ -27,12 +27,11 @@ from pyspark_kafka_upgrade.testing.kafka_backends import (
     produce,
     unique_topic,
 )
-from pyspark_kafka_upgrade.testing.proof import prove_upgrade
 from pyspark_kafka_upgrade.testing.spark import connector_under_test
 from pyspark_kafka_upgrade.values.layout import GenerationLayout
 from pyspark_kafka_upgrade.values.project import Project
 
-from samples import USERS, WINDOWS, page_view, value
+from samples import page_view, prove, value
 
 pytestmark = [pytest.mark.integration, pytest.mark.cluster]
 
@@ -117,17 +116,7 @@ def test_an_upgrade_on_the_cluster_loses_nothing_and_writes_nothing_twice(
             print(f"$ {' '.join(arguments)}\n{done.stdout[-3000:]}{done.stderr[-3000:]}")
         return done.returncode
 
-    report = prove_upgrade(
-        project,
-        spark,
-        kafka_backend,
-        tmp_path,
-        events=[page_view(minute) for minute in range(60)],
-        stop_after=40,
-        version_2=[USERS],
-        settings=WINDOWS,
-        run=submitted,
-    )
+    report = prove(project, spark, kafka_backend, tmp_path, run=submitted)
     assert report.exact, report.explain()
     # Version 1, version 2 refused, version 2: each an application whose executor ran the
     # Python of the unpacked archive.

@@ -10,10 +10,9 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 from pyspark_kafka_upgrade.testing.kafka_backends import KafkaBackend
-from pyspark_kafka_upgrade.testing.proof import prove_upgrade
 from pyspark_kafka_upgrade.values.project import Project
 
-from samples import USERS, WINDOWS, page_view
+from samples import prove
 
 pytestmark = pytest.mark.integration
 
@@ -21,18 +20,7 @@ pytestmark = pytest.mark.integration
 def test_an_upgrade_loses_no_event_and_writes_no_window_twice(
     project: Project, spark: SparkSession, kafka_backend: KafkaBackend, tmp_path: Path
 ) -> None:
-    # One event a minute from 10:00 to 10:59: version 1 reads to 10:39, so W is 10:34 and
-    # the windows ending after it are still open when it stops.
-    report = prove_upgrade(
-        project,
-        spark,
-        kafka_backend,
-        tmp_path,
-        events=[page_view(minute) for minute in range(60)],
-        stop_after=40,
-        version_2=[USERS],
-        settings=WINDOWS,
-    )
+    report = prove(project, spark, kafka_backend, tmp_path)
     assert report.exact, report.explain()
     assert report.plan.records_to_replay, "nothing was replayed: the proof proved little"
     generations = {generation for writers in report.written.values() for generation, _ in writers}
