@@ -2,8 +2,9 @@
 
 The default project, and one with every answer changed, each run their full `make test` in a
 virtualenv of their own, exactly as a user would: the library comes from the wheel the bake
-put beside them. The other combinations share this environment's tools: lint, mypy
---strict, the import layers, an import of every module, and the deployment files' tests.
+put beside them. The default project's integration suite runs again on the oldest Spark.
+The other combinations share this environment's tools: lint, mypy --strict, the import
+layers, an import of every module, and the deployment files' tests.
 """
 
 from __future__ import annotations
@@ -83,6 +84,37 @@ def test_a_project_with_every_answer_changed_passes_its_own_make_test(tmp_path: 
     project = bake(tmp_path / "baked", **OTHER_ANSWERS)
     lines = make_test(project, "[other answers]", OTHER_ANSWERS["kafka_connector"])
     assert any(line.startswith("PASSED tests/test_signature.py::") for line in lines)
+
+
+# The oldest Spark the projects support, as the platforms run it (Databricks 17.3 LTS is
+# Spark 4.0.0): the default project's integration suite, the cluster test among it, on the
+# built-in connector, in a virtualenv of its own.
+OLDEST = "constraints-oldest.txt"
+
+
+def test_the_default_project_passes_its_integration_suite_on_the_oldest_spark(
+    baked_projects: dict[str, Path], tmp_path: Path
+) -> None:
+    project = working_copy(baked_projects[combination_id(DEFAULT_COMBINATION)], tmp_path)
+    pins = dict(
+        line.split("==", 1)
+        for line in (project / OLDEST).read_text().splitlines()
+        if "==" in line and not line.startswith("#")
+    )
+    result = run_tool(
+        ["make", "integration", "VENV=.venv-oldest", f"CONSTRAINTS={OLDEST}"],
+        cwd=project,
+        env={
+            "KAFKA_CONNECTOR": "builtin",
+            "KAFKA_BACKEND": "apache",
+            "PYTEST_ADDOPTS": f"{REPORT} {DURATIONS}",
+        },
+        timeout=3000,
+    )
+    check_suite_run(
+        f"[builtin, Spark {pins['pyspark']}]", result.stdout, "builtin", (PROOF_TEST, CLUSTER_TEST)
+    )
+    assert f"Spark {pins['pyspark']}, master local[1])" in result.stdout
 
 
 @pytest.mark.parametrize("combination", NON_DEFAULT, ids=combination_id)
