@@ -44,6 +44,10 @@ def test_the_demo_upgrades_without_loss_and_says_so(
     assert finished.returncode == 0, shown
     assert "  windows written twice:           0\n" in finished.stdout, shown
     assert "  OK: no event lost, no window written twice.\n" in finished.stdout, shown
+    # It ends with verify, on the pipeline's own records: every window checked is exact.
+    assert "$ page_views_pipeline --config version-2.toml verify --from" in finished.stdout
+    assert " 0 lost, 0 written twice, 0 different, " in finished.stdout, shown
+    assert "OK: nothing lost, nothing written twice, nothing different." in finished.stdout
     # The refusal of version 2 on the old checkpoint is part of the lesson.
     assert "  (exit 3, " in finished.stdout, shown
     # What it leaves for the reader to look at and run commands on.

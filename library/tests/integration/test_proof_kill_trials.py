@@ -45,6 +45,7 @@ from pyspark_kafka_upgrade.settings import (
     Settings,
     load_settings,
 )
+from pyspark_kafka_upgrade.testing.proof import verify_says
 from pyspark_kafka_upgrade.upgrade.commands import (
     plan_command,
 )
@@ -303,6 +304,14 @@ def test_kill_9_at_random_moments_loses_and_repeats_nothing(
             plan=row_plan,
             verdict=verdict,
         )
+    )
+    # verify, from the ledger and the checkpoint the kills left, must agree with the oracle.
+    verify_says(
+        comparison.exact,
+        comparison.report(),
+        settings,
+        spark,
+        from_ms=min(event.time_ms for event in log.events) - GRID.size_ms,
     )
     comparison.check()
     assert not untrue, "the ledger does not tell the checkpoint's truth:\n" + "\n".join(untrue)

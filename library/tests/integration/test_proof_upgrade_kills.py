@@ -37,6 +37,7 @@ from pyspark_kafka_upgrade.settings import (
     Settings,
     load_settings,
 )
+from pyspark_kafka_upgrade.testing.proof import verify_says
 from pyspark_kafka_upgrade.upgrade.commands import (
     APPLY_STEPS,
     apply_command,
@@ -80,7 +81,7 @@ class Upgrade:
         written_through = max(
             oracle.final_watermark_ms(self.generation(n).checkpoint) for n in (1, 2)
         )
-        oracle.Comparison(
+        comparison = oracle.Comparison(
             oracle.expected_counts(self.log.events, GRID, written_through_ms=written_through),
             {
                 f"generation {n}": oracle.written_rows(spark, self.generation(n).output)
@@ -88,7 +89,16 @@ class Upgrade:
             },
             self.log.events,
             GRID,
-        ).check()
+        )
+        # verify, from what the kills left in the ledger and checkpoints, agrees.
+        verify_says(
+            comparison.exact,
+            comparison.report(),
+            self.settings_2,
+            spark,
+            from_ms=min(event.time_ms for event in self.log.events) - GRID.size_ms,
+        )
+        comparison.check()
 
 
 @pytest.fixture

@@ -1,9 +1,10 @@
 """The package's layers, enforced: the import-linter contracts in pyproject.toml hold.
 
 A layer is one folder or more (``run``, ``planner``, ``values``...), so a module's layer
-is where it lives. The pure core (``planner``, ``query``, ``settings``, ``formats``, ``model``,
-``values``) must stay importable without the machinery around it: it imports only the
-standard library, and importing all of it loads neither pyspark nor py4j.
+is where it lives. The pure core (``planner``, ``reconcile``, ``query``, ``settings``,
+``formats``, ``model``, ``values``) must stay importable without the machinery around it:
+it imports only the standard library, and importing all of it loads neither pyspark nor
+py4j.
 """
 
 from __future__ import annotations
@@ -83,7 +84,7 @@ def _third_party_imports(path: Path) -> list[str]:
     return found
 
 
-PURE_CORE = ("planner", "query", "settings", "formats", "model", "values", "errors")
+PURE_CORE = ("planner", "reconcile", "query", "settings", "formats", "model", "values", "errors")
 
 
 def _pure_core_paths() -> list[Path]:

@@ -1,5 +1,5 @@
 """The command line of this pipeline, from the library: `run`, `upgrade plan/apply/show/
-rollback`, `checkpoint show`, `output show`, `config show`, `connector fetch`."""
+rollback`, `verify`, `checkpoint show`, `output show`, `config show`, `connector fetch`."""
 
 from __future__ import annotations
 

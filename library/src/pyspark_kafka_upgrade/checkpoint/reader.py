@@ -19,7 +19,9 @@ from pyspark_kafka_upgrade.formats.errors import (
 from pyspark_kafka_upgrade.formats.log_files import batch_id_of
 from pyspark_kafka_upgrade.formats.offset_log import OffsetLogEntry, parse_offset_log
 from pyspark_kafka_upgrade.formats.query_metadata import parse_query_metadata
+from pyspark_kafka_upgrade.model.history import CheckpointBatch, CheckpointFacts
 from pyspark_kafka_upgrade.storage.filesystem import Location, StorageError, open_location
+from pyspark_kafka_upgrade.values.offsets import flatten, parse_offsets
 
 __all__ = ["CheckpointState", "read_checkpoint"]
 
@@ -157,3 +159,23 @@ def last_committed_batch(uri: str) -> int | None:
         return read_checkpoint(uri).last_committed_batch
     except CheckpointError:
         return None  # the query failed before it wrote a checkpoint
+
+
+def checkpoint_facts(state: CheckpointState) -> CheckpointFacts:
+    """The committed batches' retained offsets/N files, as the planner and verify read them."""
+    batches = []
+    for batch_id, entry in state.offsets.items():
+        offsets = entry.kafka_offsets
+        if batch_id in state.commits and offsets is not None:
+            batches.append(
+                CheckpointBatch(
+                    batch_id=batch_id,
+                    end_offsets=flatten(parse_offsets(offsets)),
+                    watermark_ms=entry.batch_watermark_ms,
+                )
+            )
+    return CheckpointFacts(
+        last_committed_batch=state.last_committed_batch,
+        batches=tuple(batches),
+        next_watermark_ms=state.next_watermark_ms,
+    )

@@ -8,20 +8,33 @@ progress lives in the checkpoint.
 
 from __future__ import annotations
 
+import json
+import uuid
+from collections.abc import Mapping
+
 from pyspark.sql import DataFrame, SparkSession
 
 from pyspark_kafka_upgrade.errors import ConfigError
+from pyspark_kafka_upgrade.kafka.kafka_metadata import KafkaMetadata
 from pyspark_kafka_upgrade.kafka.options import (
     BOOTSTRAP_SERVERS,
+    ENDING_OFFSETS,
     FAIL_ON_DATA_LOSS,
     INITIAL_OFFSETS_LOCATION,
     KAFKA_PREFIX,
     MAX_OFFSETS_PER_TRIGGER,
     STARTING_OFFSETS,
     SUBSCRIBE,
+    SourceOptions,
+    parse_options,
 )
 from pyspark_kafka_upgrade.settings import KafkaSettings
 from pyspark_kafka_upgrade.values.catalog import SOURCE_FORMATS, Connector
+from pyspark_kafka_upgrade.values.offsets import PartitionKey, format_offsets, unflatten
+
+# The built-in source names the partitions of a batch read this way; a subscription would
+# need every partition of the topics in both offset documents.
+ASSIGN = "assign"
 
 
 def read_kafka_stream(
@@ -50,6 +63,34 @@ def read_kafka_stream(
         initial_offsets_location=initial_offsets_location,
     )
     return spark.readStream.format(source_format(kafka.connector)).options(**options).load()
+
+
+def read_kafka_range(
+    spark: SparkSession,
+    kafka: KafkaSettings,
+    start: Mapping[PartitionKey, int],
+    end: Mapping[PartitionKey, int],
+) -> DataFrame:
+    """A batch DataFrame of the records from ``start`` (inclusive) to ``end`` (exclusive), per
+    partition, read by the configured connector, with the stream's schema.
+
+    Offsets already deleted are skipped, not an error: the caller says which they were.
+    """
+    if kafka.connector == "python":
+        from pyspark_kafka_upgrade.kafka.pykafka import PyKafkaDataSource
+
+        spark.dataSource.register(PyKafkaDataSource)
+    options = kafka_read_options(kafka, starting_offsets=format_offsets(unflatten(start)))
+    options[ENDING_OFFSETS] = format_offsets(unflatten(end))
+    options[FAIL_ON_DATA_LOSS] = "false"
+    options.pop(MAX_OFFSETS_PER_TRIGGER, None)
+    if kafka.connector == "builtin":
+        del options[SUBSCRIBE]
+        partitions: dict[str, list[int]] = {}
+        for topic, partition in sorted(end):
+            partitions.setdefault(topic, []).append(partition)
+        options[ASSIGN] = json.dumps(partitions, separators=(",", ":"))
+    return spark.read.format(source_format(kafka.connector)).options(**options).load()
 
 
 def source_format(connector: Connector) -> str:
@@ -84,3 +125,18 @@ def kafka_read_options(
     if initial_offsets_location is not None and kafka.connector == "python":
         options[INITIAL_OFFSETS_LOCATION] = initial_offsets_location
     return options
+
+
+def kafka_source_options(kafka: KafkaSettings) -> SourceOptions:
+    """The Kafka client settings both connectors read with, in the pykafka source's form."""
+    return parse_options(kafka_read_options(kafka))
+
+
+def open_metadata(kafka: KafkaSettings, *, purpose: str) -> KafkaMetadata:
+    """A client for the brokers' partitions and offsets, as the connectors would connect."""
+    options = kafka_source_options(kafka)
+    return KafkaMetadata(
+        options.client_config,
+        f"{options.group_id_prefix}-{purpose}-{uuid.uuid4().hex}",
+        options.poll_timeout_ms / 1000,
+    )

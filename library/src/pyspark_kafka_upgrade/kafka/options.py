@@ -31,6 +31,7 @@ BOOTSTRAP_SERVERS = "kafka.bootstrap.servers"
 SUBSCRIBE = "subscribe"
 SUBSCRIBE_PATTERN = "subscribePattern"
 STARTING_OFFSETS = "startingOffsets"
+ENDING_OFFSETS = "endingOffsets"
 STARTING_OFFSETS_BY_TIMESTAMP = "startingOffsetsByTimestamp"
 STARTING_TIMESTAMP = "startingTimestamp"
 STARTING_TIMESTAMP_STRATEGY = "startingOffsetsByTimestampStrategy"
@@ -46,6 +47,7 @@ SUPPORTED = (
     SUBSCRIBE,
     SUBSCRIBE_PATTERN,
     STARTING_OFFSETS,
+    ENDING_OFFSETS,
     STARTING_OFFSETS_BY_TIMESTAMP,
     STARTING_TIMESTAMP,
     STARTING_TIMESTAMP_STRATEGY,
@@ -62,7 +64,6 @@ _UNSUPPORTED = {
     name.lower(): name
     for name in (
         "assign",
-        "endingOffsets",
         "endingOffsetsByTimestamp",
         "endingTimestamp",
         "minOffsetsPerTrigger",
@@ -132,6 +133,9 @@ class SourceOptions:
     poll_timeout_ms: int
     # librdkafka settings from the kafka.* options, prefix removed, bootstrap servers included.
     client_config: Mapping[str, str]
+    # Where a batch read stops, exact offsets per partition; a stream refuses it, as the
+    # built-in source does.
+    ending: Offsets | None = None
 
 
 def parse_options(raw: Mapping[str, str]) -> SourceOptions:
@@ -155,6 +159,7 @@ def parse_options(raw: Mapping[str, str]) -> SourceOptions:
         or DEFAULT_GROUP_ID_PREFIX,
         poll_timeout_ms=_positive_int(options, POLL_TIMEOUT_MS) or DEFAULT_POLL_TIMEOUT_MS,
         client_config=_client_config(options),
+        ending=_ending(options),
     )
 
 
@@ -236,6 +241,20 @@ def _starting(options: Mapping[str, str]) -> StartingPosition:
                 f"use {EARLIEST} for earliest or {LATEST} for latest",
             )
     return StartFromOffsets(offsets)
+
+
+def _ending(options: Mapping[str, str]) -> Offsets | None:
+    if ENDING_OFFSETS.lower() not in options:
+        return None
+    offsets = _offsets_json(options, ENDING_OFFSETS)
+    for (topic, partition), offset in flatten(offsets).items():
+        if offset < 0:
+            raise SourceOptionError(
+                ENDING_OFFSETS,
+                f"topic {topic!r} partition {partition}: offset {offset} is negative; this "
+                "source ends a batch read only at exact offsets",
+            )
+    return offsets
 
 
 def _location(options: Mapping[str, str]) -> str | None:

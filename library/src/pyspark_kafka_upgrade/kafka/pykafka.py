@@ -19,13 +19,25 @@ from collections.abc import Iterator, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    InputPartition,
+)
 from pyspark.sql.types import StructType
 
 from pyspark_kafka_upgrade.kafka.data_loss import report_data_loss
+from pyspark_kafka_upgrade.kafka.errors import SourceOptionError
 from pyspark_kafka_upgrade.kafka.initial_offsets import load_or_resolve
 from pyspark_kafka_upgrade.kafka.kafka_metadata import KafkaMetadata
-from pyspark_kafka_upgrade.kafka.options import SourceOptions, parse_options
+from pyspark_kafka_upgrade.kafka.options import (
+    ENDING_OFFSETS,
+    STARTING_OFFSETS,
+    SourceOptions,
+    StartFromOffsets,
+    parse_options,
+)
 from pyspark_kafka_upgrade.kafka.partition_reader import read_range
 from pyspark_kafka_upgrade.kafka.ranges import OffsetRange, plan_ranges
 from pyspark_kafka_upgrade.kafka.rate_limit import limit_end_offsets
@@ -78,10 +90,53 @@ class PyKafkaDataSource(DataSource):
         return spark_schema(self._options().include_headers)
 
     def streamReader(self, schema: StructType) -> PyKafkaStreamReader:
-        return PyKafkaStreamReader(self._options())
+        options = self._options()
+        if options.ending is not None:
+            raise SourceOptionError(ENDING_OFFSETS, "ends a batch read; a stream has no end")
+        return PyKafkaStreamReader(options)
+
+    def reader(self, schema: StructType) -> PyKafkaBatchReader:
+        return PyKafkaBatchReader(self._options())
 
     def _options(self) -> SourceOptions:
         return parse_options(self.options)
+
+
+class PyKafkaBatchReader(DataSourceReader):
+    """A batch read of exact offsets, ``startingOffsets`` to ``endingOffsets`` (JSON).
+
+    `verify` reads the source back with it. Offsets retention deleted are reported as the
+    stream reports them (``failOnDataLoss``); the rest is read.
+    """
+
+    def __init__(self, options: SourceOptions) -> None:
+        starting = options.starting
+        if not isinstance(starting, StartFromOffsets) or options.ending is None:
+            raise SourceOptionError(
+                STARTING_OFFSETS,
+                "a batch read of this source takes exact JSON offsets in both "
+                f"{STARTING_OFFSETS} and {ENDING_OFFSETS}",
+            )
+        begin = flatten(starting.offsets)
+        if any(offset < 0 for offset in begin.values()):
+            raise SourceOptionError(
+                STARTING_OFFSETS, "a batch read of this source starts only at exact offsets"
+            )
+        self._options = options
+        self._begin = begin
+        self._end = flatten(options.ending)
+
+    def partitions(self) -> Sequence[InputPartition]:
+        return [
+            OffsetRange(topic, partition, self._begin[(topic, partition)], end)
+            for (topic, partition), end in sorted(self._end.items())
+            if (topic, partition) in self._begin and end > self._begin[(topic, partition)]
+        ]
+
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        if not isinstance(partition, OffsetRange):
+            raise TypeError(f"expected an OffsetRange, got {type(partition).__name__}")
+        return read_range(self._options, partition)
 
 
 class PyKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):

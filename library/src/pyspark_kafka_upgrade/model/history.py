@@ -13,6 +13,7 @@ from functools import lru_cache
 from types import MappingProxyType
 
 from pyspark_kafka_upgrade.model.errors import InconsistentInputsError
+from pyspark_kafka_upgrade.model.ledger import BatchRecord
 from pyspark_kafka_upgrade.values.offsets import PartitionKey, flatten, parse_offsets
 
 # (topic, partition) -> offset, in the flat form of ``offsets.flatten``.
@@ -38,6 +39,24 @@ class BatchFacts:
     watermark_ms: int  # batchWatermarkMs: the watermark this batch ran with
     min_event_time_ms: int | None  # over valid events, floored to the millisecond
     max_event_time_ms: int | None  # over valid events, rounded up to the millisecond
+    # The run that committed it: a batch that begins a run may judge lateness by its own
+    # watermark. None where nobody said.
+    run_id: str | None = None
+
+    @classmethod
+    def from_record(cls, batch: BatchRecord) -> BatchFacts:
+        """The facts of one ledger record."""
+        return cls(
+            batch_id=batch.batch_id,
+            start_offsets=None
+            if batch.start_offsets is None
+            else flat_offsets(batch.start_offsets),
+            end_offsets=flat_offsets(batch.end_offsets),
+            watermark_ms=batch.batch_watermark_ms,
+            min_event_time_ms=batch.min_event_time_ms,
+            max_event_time_ms=batch.max_event_time_ms,
+            run_id=batch.run_id,
+        )
 
     def __post_init__(self) -> None:
         if (self.min_event_time_ms is None) != (self.max_event_time_ms is None):

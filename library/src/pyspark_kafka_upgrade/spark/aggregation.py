@@ -61,7 +61,12 @@ def aggregate(
 
 def _aggregate(metric: MetricSpec) -> Column:
     argument = F.lit(1) if metric.column == "*" else F.col(metric.column)
-    return _METRIC_FUNCTIONS[metric.function](argument).alias(metric.name)
+    return metric_function(metric.function)(argument).alias(metric.name)
+
+
+def metric_function(name: str) -> Callable[[Column], Column]:
+    """The Spark aggregate a metric's function names, as the query applies it."""
+    return _METRIC_FUNCTIONS[name]
 
 
 # -- The replay filter: what a generation started from a plan leaves out ------------------

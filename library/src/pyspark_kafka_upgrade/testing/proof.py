@@ -31,6 +31,8 @@ from pyspark.sql import SparkSession
 from pyspark_kafka_upgrade.errors import PipelineError
 from pyspark_kafka_upgrade.model.advice import Verdict
 from pyspark_kafka_upgrade.model.plan import UpgradePlan
+from pyspark_kafka_upgrade.model.verification import VerifyReport
+from pyspark_kafka_upgrade.reconcile.render import render_report
 from pyspark_kafka_upgrade.run.bookkeeping import UpgradeRequiredError
 from pyspark_kafka_upgrade.run.command import RunRequest, run_pipeline
 from pyspark_kafka_upgrade.settings import Settings, load_settings
@@ -41,6 +43,7 @@ from pyspark_kafka_upgrade.testing.spark import connector_under_test
 from pyspark_kafka_upgrade.upgrade.commands import apply_command, plan_command
 from pyspark_kafka_upgrade.values.layout import GenerationLayout
 from pyspark_kafka_upgrade.values.project import Project
+from pyspark_kafka_upgrade.verify.command import VerifyRange, verify_pipeline
 
 Event = Mapping[str, object]
 # (window start ms, window end ms, the grouping keys' values): one output row's identity.
@@ -50,12 +53,15 @@ _RELATIVE = {"approx_count_distinct": 0.05}
 
 @dataclass
 class ProofReport:
-    """What each generation wrote against what the events say it must."""
+    """What each generation wrote against what the events say it must, and what `verify`
+    said of the same output (its verdict must agree with the oracle's)."""
 
     plan: UpgradePlan
     expected: dict[Row, dict[str, object]]
     written: dict[Row, list[tuple[int, dict[str, object]]]]  # row -> (generation, metrics)
     different: list[str] = field(default_factory=list)
+    settings: Settings | None = None  # version 2's, to run or verify the pipeline again
+    verified: VerifyReport | None = None
 
     @property
     def lost(self) -> list[Row]:
@@ -155,7 +161,33 @@ def prove_upgrade(
     apply_command(upgraded, accept_data_loss=False, spark=lambda: spark)
     kafka.produce(bootstrap, topic, records[stop_after:])
     _expect(runs(overrides_2), 0, "version 2 from the plan")
-    return _compare(spark, version_1, upgraded, events, stop_after, plan)
+    report = _compare(spark, version_1, upgraded, events, stop_after, plan)
+    report.settings = upgraded
+    report.verified = verify_agrees(report, upgraded, spark, events)
+    return report
+
+
+def verify_agrees(
+    report: ProofReport, settings: Settings, spark: SparkSession, events: Sequence[Event]
+) -> VerifyReport:
+    """`verify` over every window of ``events``; it must say what the oracle says."""
+    earliest = min(_time_ms(event, settings.events.time_field) for event in events)
+    widest = max(settings.window.spec.duration_ms, report.plan.window.duration_ms)
+    return verify_says(report.exact, report.explain(), settings, spark, from_ms=earliest - widest)
+
+
+def verify_says(
+    exact: bool, explanation: str, settings: Settings, spark: SparkSession, *, from_ms: int
+) -> VerifyReport:
+    """`verify` from ``from_ms``; it must agree with an oracle that found ``exact``."""
+    verified = verify_pipeline(settings, VerifyRange(from_ms=from_ms), spark=spark)
+    if verified.ok != exact:
+        raise AssertionError(
+            f"verify says {'OK' if verified.ok else 'NOT OK'} but the oracle says "
+            f"{'exact' if exact else 'not exact'}:\n{render_report(verified)}\n"
+            f"oracle: {explanation}"
+        )
+    return verified
 
 
 def _records(settings: Settings, events: Sequence[Event], partitions: int) -> list[kafka.Record]:

@@ -8,26 +8,21 @@ decides anything; ``decide`` and ``staleness`` do, on what this returns.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterable
 from typing import Protocol
 
-from pyspark_kafka_upgrade.checkpoint.reader import CheckpointState, read_checkpoint
+from pyspark_kafka_upgrade.checkpoint.reader import checkpoint_facts, read_checkpoint
 from pyspark_kafka_upgrade.formats.errors import CheckpointError
 from pyspark_kafka_upgrade.generation.signature import derive_signature
-from pyspark_kafka_upgrade.kafka.connector import kafka_read_options
+from pyspark_kafka_upgrade.kafka.connector import kafka_source_options, open_metadata
 from pyspark_kafka_upgrade.kafka.initial_offsets import load_initial_offsets
-from pyspark_kafka_upgrade.kafka.kafka_metadata import KafkaMetadata
-from pyspark_kafka_upgrade.kafka.options import SourceOptions, parse_options
+from pyspark_kafka_upgrade.kafka.options import SourceOptions
 from pyspark_kafka_upgrade.model.facts import BrokerFacts, UpgradeFacts
 from pyspark_kafka_upgrade.model.history import (
     BatchFacts,
-    CheckpointBatch,
-    CheckpointFacts,
     FlatOffsets,
-    flat_offsets,
 )
-from pyspark_kafka_upgrade.model.ledger import BatchRecord, GenerationRecord
+from pyspark_kafka_upgrade.model.ledger import GenerationRecord
 from pyspark_kafka_upgrade.model.plan import UpgradePlan
 from pyspark_kafka_upgrade.model.store import OffsetStore
 from pyspark_kafka_upgrade.query.event_parser import parser_digest
@@ -53,27 +48,11 @@ class Broker(Protocol):
 
 def source_options(settings: Settings) -> SourceOptions:
     """The Kafka client settings both connectors read with, in the pykafka source's form."""
-    return parse_options(kafka_read_options(settings.kafka))
+    return kafka_source_options(settings.kafka)
 
 
 def open_broker(settings: Settings) -> Broker:
-    options = source_options(settings)
-    return KafkaMetadata(
-        options.client_config,
-        f"{options.group_id_prefix}-planner-{uuid.uuid4().hex}",
-        options.poll_timeout_ms / 1000,
-    )
-
-
-def _batch_facts(batch: BatchRecord) -> BatchFacts:
-    return BatchFacts(
-        batch_id=batch.batch_id,
-        start_offsets=None if batch.start_offsets is None else flat_offsets(batch.start_offsets),
-        end_offsets=flat_offsets(batch.end_offsets),
-        watermark_ms=batch.batch_watermark_ms,
-        min_event_time_ms=batch.min_event_time_ms,
-        max_event_time_ms=batch.max_event_time_ms,
-    )
+    return open_metadata(settings.kafka, purpose="planner")
 
 
 def next_generation(store: OffsetStore, pipeline: str) -> int:
@@ -97,7 +76,7 @@ def gather(
     layout = GenerationLayout(root, old.generation)
     state = read_checkpoint(layout.checkpoint)
     checkpoint = checkpoint_facts(state)
-    ledger = tuple(map(_batch_facts, store.batches(old.pipeline, old.generation)))
+    ledger = tuple(map(BatchFacts.from_record, store.batches(old.pipeline, old.generation)))
     stored = load_initial_offsets(layout.initial_offsets)
     initial = None if stored is None else flatten(stored)
     number = next_number or next_generation(store, old.pipeline)
@@ -146,26 +125,6 @@ def _ask_broker(
         if broker is None:
             client.close()
     return BrokerFacts(subscribed=subscribed, earliest=earliest, latest=ends)
-
-
-def checkpoint_facts(state: CheckpointState) -> CheckpointFacts:
-    """The committed batches' retained offsets/N files, as the planner reads them."""
-    batches = []
-    for batch_id, entry in state.offsets.items():
-        offsets = entry.kafka_offsets
-        if batch_id in state.commits and offsets is not None:
-            batches.append(
-                CheckpointBatch(
-                    batch_id=batch_id,
-                    end_offsets=flatten(parse_offsets(offsets)),
-                    watermark_ms=entry.batch_watermark_ms,
-                )
-            )
-    return CheckpointFacts(
-        last_committed_batch=state.last_committed_batch,
-        batches=tuple(batches),
-        next_watermark_ms=state.next_watermark_ms,
-    )
 
 
 def _quarantine_offsets(layout: GenerationLayout) -> FlatOffsets | None:

@@ -1,0 +1,258 @@
+"""What `verify` reads and what it reports: the generations' facts, and the typed report.
+
+The facts are what the ledger, the checkpoints and the brokers say, gathered once; the
+report is the reconciliation of the written output against the source, a document with a
+format version (``--json`` prints it exactly, and :meth:`VerifyReport.from_json` reads it
+back).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+from typing import Self
+
+from pyspark_kafka_upgrade.errors import PipelineError
+from pyspark_kafka_upgrade.model.history import BatchFacts, CheckpointBatch, FlatOffsets
+from pyspark_kafka_upgrade.model.ledger import GenerationStatus
+from pyspark_kafka_upgrade.model.plan import UpgradePlan
+from pyspark_kafka_upgrade.model.signature import PipelineSignature
+from pyspark_kafka_upgrade.values.json_fields import JsonFields
+
+FORMAT_VERSION = 1
+
+
+class VerifyReportError(PipelineError):
+    """A verify report document that is not one: the message names the field."""
+
+
+@dataclass(frozen=True, slots=True)
+class GenerationFacts:
+    """One generation as the ledger, its checkpoint and its plan describe it."""
+
+    generation: int
+    status: GenerationStatus
+    signature: PipelineSignature
+    plan: UpgradePlan | None  # the plan that started it; None for a first generation
+    ledger: tuple[BatchFacts, ...]  # ordered by batch id
+    checkpoint: tuple[CheckpointBatch, ...]  # the committed batches still retained
+    initial_offsets: FlatOffsets | None  # where its first batch began, if the source kept it
+    gap_batch_ids: tuple[int, ...] = ()  # batches the ledger says it failed to record
+
+
+@dataclass(frozen=True, slots=True)
+class VerifyFacts:
+    pipeline: str
+    generations: tuple[GenerationFacts, ...]  # ascending
+    earliest: FlatOffsets  # the brokers' earliest offsets now (what retention left)
+
+
+class Status(StrEnum):
+    """What one window and key is, once reconciled. The order is the order of severity."""
+
+    WRITTEN_TWICE = "written twice"
+    LOST = "lost"
+    DIFFERENT = "different"
+    UNCLASSIFIED = "unclassified"
+    LATE = "late by design"
+    OPEN = "open"
+    ABANDONED = "abandoned"
+    EXACT = "exact"
+
+    @property
+    def fails(self) -> bool:
+        """Whether the upgrade broke its promise here: exit code 1."""
+        return self in (Status.WRITTEN_TWICE, Status.LOST, Status.DIFFERENT, Status.UNCLASSIFIED)
+
+
+class PairState(StrEnum):
+    """What became of one event in one window, from the ledger of the generation that owns
+    the window."""
+
+    COUNTED = "counted"
+    LATE = "late"  # read by a batch whose lateness bound had passed the window's end
+    ARRIVED_AFTER = "arrived after"  # produced after its generation stopped: late by design
+    SKIPPED = "never read"  # before where the owning generation started reading: lost
+    UNKNOWN = "unknown"  # in a ledger gap: cannot say
+
+
+@dataclass(frozen=True, slots=True)
+class EventRef:
+    topic: str
+    partition: int
+    offset: int
+    event_time_ms: int
+    state: str  # a PairState value
+    batch_id: int | None  # the owning generation's batch that read it
+
+
+@dataclass(frozen=True, slots=True)
+class WindowFinding:
+    """One window and key that is not exact, with the events behind it."""
+
+    window_start_ms: int
+    window_end_ms: int
+    keys: Mapping[str, object]
+    status: Status
+    owner: int | None  # the generation whose window it is; None: no event of the range
+    writers: tuple[int, ...]  # the generations that wrote it, once per row
+    expected: Mapping[str, object]
+    written: Mapping[str, object] | None
+    events: tuple[EventRef, ...] = ()
+    more_events: int = 0  # events behind it not listed
+
+    def to_json(self) -> dict[str, object]:
+        document = asdict(self)
+        document["status"] = self.status.value
+        document["keys"] = dict(self.keys)
+        document["expected"] = dict(self.expected)
+        document["written"] = None if self.written is None else dict(self.written)
+        document["writers"] = list(self.writers)
+        document["events"] = [asdict(event) for event in self.events]
+        return document
+
+    @classmethod
+    def from_json(cls, data: object) -> Self:
+        read = JsonFields(data, "window finding", VerifyReportError)
+        written = read.raw("written")
+        return cls(
+            window_start_ms=read.integer("window_start_ms"),
+            window_end_ms=read.integer("window_end_ms"),
+            keys=read.mapping("keys"),
+            status=Status(read.text("status")),
+            owner=read.optional_integer("owner"),
+            writers=tuple(_integers(read.raw("writers"))),
+            expected=read.mapping("expected"),
+            written=None if written is None else read.mapping("written"),
+            events=tuple(
+                EventRef(
+                    topic=item.text("topic"),
+                    partition=item.integer("partition"),
+                    offset=item.integer("offset"),
+                    event_time_ms=item.integer("event_time_ms"),
+                    state=item.text("state"),
+                    batch_id=item.optional_integer("batch_id"),
+                )
+                for item in read.children("events")
+            ),
+            more_events=read.integer("more_events"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class QuarantinedRecord:
+    topic: str
+    partition: int
+    offset: int
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class DeletedRange:
+    """Offsets the range needs that retention already deleted: [first, end)."""
+
+    topic: str
+    partition: int
+    first: int
+    end: int
+
+
+@dataclass(frozen=True, slots=True)
+class VerifyReport:
+    """The reconciliation of the written output against the source, for one event-time range."""
+
+    pipeline: str
+    from_ms: int
+    to_ms: int | None  # None: up to what the pipeline has read
+    generations: tuple[int, ...]
+    counts: Mapping[str, int]  # Status value -> windows
+    findings: tuple[WindowFinding, ...]  # every non-exact, non-open window, up to the cap
+    more_findings: int  # findings beyond the cap, counted but not listed
+    events_read: int
+    late_events: int  # (event, window) pairs late by design
+    quarantined: int
+    quarantined_sample: tuple[QuarantinedRecord, ...]
+    deleted: tuple[DeletedRange, ...]
+    notes: tuple[str, ...]
+    format_version: int = FORMAT_VERSION
+    # {"start": offsets JSON, "end": offsets JSON}: what was read back
+    offsets_read: Mapping[str, object] = field(default_factory=dict)
+
+    @property
+    def windows(self) -> int:
+        return sum(self.counts.values())
+
+    def count(self, status: Status) -> int:
+        return self.counts.get(status.value, 0)
+
+    @property
+    def ok(self) -> bool:
+        """Nothing lost, written twice, different or unclassified."""
+        return not any(self.count(status) for status in Status if status.fails)
+
+    def to_json(self) -> dict[str, object]:
+        document = asdict(self)
+        document["counts"] = {status.value: self.count(status) for status in Status}
+        document["findings"] = [finding.to_json() for finding in self.findings]
+        document["generations"] = list(self.generations)
+        document["notes"] = list(self.notes)
+        document["ok"] = self.ok
+        return document
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, object]) -> Self:
+        read = JsonFields(data, "verify report", VerifyReportError)
+        version = read.integer("format_version")
+        if version > FORMAT_VERSION:
+            raise VerifyReportError(
+                f"the verify report has format version {version}, newer than the "
+                f"{FORMAT_VERSION} this version of the library reads"
+            )
+        counts = read.mapping("counts")
+        return cls(
+            pipeline=read.text("pipeline"),
+            from_ms=read.integer("from_ms"),
+            to_ms=read.optional_integer("to_ms"),
+            generations=tuple(_integers(read.raw("generations"))),
+            counts={str(key): int(value) for key, value in counts.items()},  # type: ignore[call-overload]
+            findings=tuple(WindowFinding.from_json(item) for item in _list(read.raw("findings"))),
+            more_findings=read.integer("more_findings"),
+            events_read=read.integer("events_read"),
+            late_events=read.integer("late_events"),
+            quarantined=read.integer("quarantined"),
+            quarantined_sample=tuple(
+                QuarantinedRecord(
+                    item.text("topic"),
+                    item.integer("partition"),
+                    item.integer("offset"),
+                    item.text("reason"),
+                )
+                for item in read.children("quarantined_sample")
+            ),
+            deleted=tuple(
+                DeletedRange(
+                    item.text("topic"),
+                    item.integer("partition"),
+                    item.integer("first"),
+                    item.integer("end"),
+                )
+                for item in read.children("deleted")
+            ),
+            notes=tuple(read.texts("notes")),
+            format_version=version,
+            offsets_read=read.mapping("offsets_read"),
+        )
+
+
+def _list(value: object) -> list[object]:
+    if not isinstance(value, list):
+        raise VerifyReportError(f"expected a JSON list, got {type(value).__name__}")
+    return value
+
+
+def _integers(value: object) -> list[int]:
+    items = _list(value)
+    if not all(type(item) is int for item in items):
+        raise VerifyReportError("expected a list of integers")
+    return [int(item) for item in items]  # type: ignore[call-overload]

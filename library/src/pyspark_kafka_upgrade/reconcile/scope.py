@@ -1,0 +1,389 @@
+"""Which generation owns each window, which batch read each offset, and what to read back.
+
+`verify` recomputes every window from the source and compares it with what the generations
+wrote. Three facts decide what each window must hold, all read from the ledger, the
+checkpoints and the plans, none from the output it checks:
+
+- **The owner.** Each (event, window) pair belongs to exactly one generation: the one whose
+  replay filter keeps it and whose successor's filter does not. That is the split every
+  upgrade plan made (``window.end > W``, or ``event_time >= E`` when the window changed).
+- **The batch.** Which batch of the owner read the event's offset, and so the watermark its
+  lateness was judged by: Spark drops a pair whose window ended at or before the previous
+  batch's watermark (FACTS §6). A batch that begins a run may judge by its own, so for it a
+  band stays uncertain. Offsets in no batch the ledger or checkpoint knows are a gap.
+- **What is written.** The owner writes a window once its watermark reaches the window's end;
+  after a running generation's watermark, a window is open.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from pyspark_kafka_upgrade.model.history import EARLIEST, BatchFacts, FlatOffsets
+from pyspark_kafka_upgrade.model.ledger import GenerationStatus
+from pyspark_kafka_upgrade.model.replay_filter import ReplayFilter
+from pyspark_kafka_upgrade.model.verification import DeletedRange, GenerationFacts, VerifyFacts
+from pyspark_kafka_upgrade.values.offsets import PartitionKey
+from pyspark_kafka_upgrade.values.validation import MetricSpec, WindowSpec, parse_metric
+
+_END_OF_TIME = 2**62
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """Offsets [start, end) of one partition that one batch of a generation read (or a gap).
+
+    A pair read here is late when its window ends at or before ``late_through_ms``, counted
+    when it ends after ``on_time_after_ms``, and uncertain in between (a batch that began a
+    run, or a gap of unrecorded batches).
+    """
+
+    topic: str
+    partition: int
+    start: int
+    end: int
+    batch_id: int | None  # None: a gap, batches neither the ledger nor the checkpoint know
+    late_through_ms: int
+    on_time_after_ms: int
+    min_event_time_ms: int | None = None  # of the batch's valid events
+    max_event_time_ms: int | None = None
+    event_times_known: bool = False  # the ledger recorded the batch (None, None: no event)
+
+
+@dataclass(frozen=True, slots=True)
+class GenerationScope:
+    """One generation's share of the output, and how it read its events."""
+
+    generation: int
+    window: WindowSpec
+    keys: tuple[str, ...]
+    metrics: tuple[MetricSpec, ...]
+    owns: ReplayFilter  # the pairs its own replay filter keeps
+    next_owns: ReplayFilter | None  # the pairs its successor takes over; None: no successor
+    written_through_ms: int | None  # its last batch's watermark; None: it ran no batch
+    running: bool  # no successor: windows after its watermark are open, not abandoned
+    spans: tuple[Span, ...]
+    first_offsets: Mapping[PartitionKey, int]  # where it began reading, per partition
+    last_offsets: Mapping[PartitionKey, int]  # where it stopped (or is), per partition
+
+
+@dataclass(frozen=True, slots=True)
+class ReadPlan:
+    """The offsets to read back, what retention deleted of them, and what that hides."""
+
+    start: Mapping[PartitionKey, int]
+    end: Mapping[PartitionKey, int]
+    deleted: tuple[DeletedRange, ...]
+    # Event-time ranges [low, high] of batches that read deleted offsets: windows touching
+    # them cannot be recomputed.
+    hidden_event_times: tuple[tuple[int, int], ...]
+
+    def offsets_json(self, which: Mapping[PartitionKey, int]) -> dict[str, dict[str, int]]:
+        document: dict[str, dict[str, int]] = {}
+        for (topic, partition), offset in sorted(which.items()):
+            document.setdefault(topic, {})[str(partition)] = offset
+        return document
+
+
+def generation_scopes(facts: VerifyFacts) -> tuple[GenerationScope, ...]:
+    """Every generation in the chain, oldest first, with what it owns and how it read.
+
+    A generation retired without a batch (one rolled back) takes no part.
+    """
+    chain = [
+        generation
+        for generation in facts.generations
+        if generation.ledger
+        or generation.checkpoint
+        or generation.status is not GenerationStatus.RETIRED
+    ]
+    owns: list[ReplayFilter] = []
+    for index, generation in enumerate(chain):
+        if generation.plan is not None:
+            owns.append(generation.plan.replay_filter)
+        elif index == 0:
+            owns.append(ReplayFilter())
+        else:
+            # Started without a plan: the split a plan would have made at the old watermark.
+            before = chain[index - 1]
+            owns.append(
+                ReplayFilter.for_upgrade(
+                    _written_through(before) or 0,
+                    before.signature.window,
+                    generation.signature.window,
+                    carried=owns[index - 1],
+                )
+            )
+    scopes = []
+    for index, generation in enumerate(chain):
+        last = index == len(chain) - 1
+        spans = batch_spans(generation, facts.earliest)
+        scopes.append(
+            GenerationScope(
+                generation=generation.generation,
+                window=generation.signature.window,
+                keys=generation.signature.grouping_keys,
+                metrics=tuple(
+                    parse_metric(aggregate.name, aggregate.expression)
+                    for aggregate in generation.signature.aggregates
+                ),
+                owns=owns[index],
+                next_owns=None if last else owns[index + 1],
+                written_through_ms=_written_through(generation),
+                running=last,
+                spans=spans,
+                first_offsets=_first_offsets(spans),
+                last_offsets=_last_offsets(spans),
+            )
+        )
+    return tuple(scopes)
+
+
+@dataclass(frozen=True, slots=True)
+class _Known:
+    batch_id: int
+    end: FlatOffsets
+    watermark_ms: int
+    start: FlatOffsets | None
+    run_id: str | None
+    min_event_time_ms: int | None
+    max_event_time_ms: int | None
+    from_ledger: bool = False
+
+
+def _known_batches(generation: GenerationFacts) -> list[_Known]:
+    """The ledger's batches, and the checkpoint's where the ledger trails or lost them.
+
+    The checkpoint decides what committed (DESIGN §5); the ledger adds event times, start
+    offsets and run ids.
+    """
+    known: dict[int, _Known] = {}
+    for batch in generation.ledger:
+        known[batch.batch_id] = _of_ledger(batch)
+    for entry in generation.checkpoint:
+        recorded = known.get(entry.batch_id)
+        if recorded is None:
+            known[entry.batch_id] = _Known(
+                entry.batch_id, entry.end_offsets, entry.watermark_ms, None, None, None, None
+            )
+        elif recorded.end != entry.end_offsets or recorded.watermark_ms != entry.watermark_ms:
+            # Checkpoint truth: keep its offsets and watermark, not what the ledger says.
+            known[entry.batch_id] = _Known(
+                entry.batch_id, entry.end_offsets, entry.watermark_ms, None, None, None, None
+            )
+    return [known[batch_id] for batch_id in sorted(known)]
+
+
+def _of_ledger(batch: BatchFacts) -> _Known:
+    return _Known(
+        batch.batch_id,
+        batch.end_offsets,
+        batch.watermark_ms,
+        batch.start_offsets,
+        batch.run_id,
+        batch.min_event_time_ms,
+        batch.max_event_time_ms,
+        from_ledger=True,
+    )
+
+
+def batch_spans(generation: GenerationFacts, earliest: FlatOffsets) -> tuple[Span, ...]:
+    """The offset ranges each known batch of ``generation`` read, and the gaps between them."""
+    batches = _known_batches(generation)
+    spans: list[Span] = []
+    previous: _Known | None = None
+    for batch in batches:
+        consecutive = previous is not None and previous.batch_id == batch.batch_id - 1
+        if previous is not None and not consecutive:
+            # Unrecorded batches ran between: their lateness bounds lie between the two.
+            spans += _spans(
+                previous.end,
+                batch.start if batch.start is not None else previous.end,
+                None,
+                previous.watermark_ms,
+                batch.watermark_ms,
+            )
+        begin: Mapping[PartitionKey, int]
+        if batch.batch_id == 0 or previous is None:
+            begin = _first_start(generation, batch, earliest)
+        elif not consecutive and batch.start is not None:
+            begin = batch.start  # the gap's span ends here
+        else:
+            begin = previous.end
+        if batch.batch_id == 0:
+            # A query's first batch judges lateness by its own watermark (0 when new).
+            late_through = on_time_after = batch.watermark_ms
+        elif consecutive and previous is not None:
+            late_through = previous.watermark_ms
+            begins_run = batch.run_id is None or batch.run_id != previous.run_id
+            on_time_after = batch.watermark_ms if begins_run else previous.watermark_ms
+        else:
+            late_through = previous.watermark_ms if previous is not None else 0
+            on_time_after = batch.watermark_ms
+        spans += _spans(
+            begin,
+            batch.end,
+            batch.batch_id,
+            late_through,
+            on_time_after,
+            batch.min_event_time_ms,
+            batch.max_event_time_ms,
+            batch.from_ledger,
+        )
+        previous = batch
+    return tuple(spans)
+
+
+def _first_start(
+    generation: GenerationFacts, batch: _Known, earliest: FlatOffsets
+) -> dict[PartitionKey, int]:
+    """Where the generation's first known batch began, per partition it ended on."""
+    if batch.start is not None:
+        given: Mapping[PartitionKey, int] = batch.start
+    elif batch.batch_id == 0 and generation.plan is not None:
+        given = generation.plan.restart_offsets
+    elif batch.batch_id == 0 and generation.initial_offsets is not None:
+        given = generation.initial_offsets
+    else:
+        given = {}
+    begin = {}
+    for key in batch.end:
+        offset = given.get(key, EARLIEST)
+        # -2 (and a partition nobody recorded): from the earliest offset there was.
+        begin[key] = earliest.get(key, 0) if offset < 0 else offset
+    return begin
+
+
+def _spans(
+    start: Mapping[PartitionKey, int],
+    end: Mapping[PartitionKey, int],
+    batch_id: int | None,
+    late_through_ms: int,
+    on_time_after_ms: int,
+    min_event_time_ms: int | None = None,
+    max_event_time_ms: int | None = None,
+    event_times_known: bool = False,
+) -> list[Span]:
+    spans = []
+    for key, until in sorted(end.items()):
+        begin = start.get(key, until)
+        if until > begin:
+            spans.append(
+                Span(
+                    key[0],
+                    key[1],
+                    begin,
+                    until,
+                    batch_id,
+                    late_through_ms,
+                    max(late_through_ms, on_time_after_ms),
+                    min_event_time_ms,
+                    max_event_time_ms,
+                    event_times_known,
+                )
+            )
+    return spans
+
+
+def _written_through(generation: GenerationFacts) -> int | None:
+    marks = [batch.watermark_ms for batch in generation.ledger]
+    marks += [batch.watermark_ms for batch in generation.checkpoint]
+    return max(marks) if marks else None
+
+
+def _first_offsets(spans: Iterable[Span]) -> dict[PartitionKey, int]:
+    first: dict[PartitionKey, int] = {}
+    for span in spans:
+        key = (span.topic, span.partition)
+        first[key] = min(first.get(key, span.start), span.start)
+    return first
+
+
+def _last_offsets(spans: Iterable[Span]) -> dict[PartitionKey, int]:
+    last: dict[PartitionKey, int] = {}
+    for span in spans:
+        key = (span.topic, span.partition)
+        last[key] = max(last.get(key, span.end), span.end)
+    return last
+
+
+def default_from_ms(scopes: Sequence[GenerationScope], facts: VerifyFacts) -> int:
+    """The windows around the last upgrade: from two windows and delays before its W.
+
+    With no upgrade, the same distance before the running generation's watermark.
+    """
+    planned = [g.plan for g in facts.generations if g.plan is not None]
+    if planned:
+        plan = planned[-1]
+        reference, window = plan.watermark_ms, plan.window
+    elif scopes:
+        reference, window = scopes[-1].written_through_ms or 0, scopes[-1].window
+    else:
+        return 0
+    start = reference - 2 * (window.duration_ms + window.watermark_delay_ms)
+    return max(0, start - start % window.slide_ms)
+
+
+def read_plan(
+    scopes: Sequence[GenerationScope],
+    earliest: FlatOffsets,
+    *,
+    from_ms: int,
+    to_ms: int | None,
+) -> ReadPlan:
+    """The offsets that can hold an event of the range, read once for every generation.
+
+    A batch whose events all lie before ``from_ms`` (or at or after ``to_ms``) is left out;
+    one the ledger has no event times for is read. The end is where each partition was last
+    read: `verify` checks what the pipeline has read, nothing newer.
+    """
+    start: dict[PartitionKey, int] = {}
+    end: dict[PartitionKey, int] = {}
+    for scope in scopes:
+        for span in scope.spans:
+            key = (span.topic, span.partition)
+            end[key] = max(end.get(key, span.end), span.end)
+            if _may_hold(span, from_ms, to_ms):
+                start[key] = min(start.get(key, span.start), span.start)
+    deleted = []
+    for key, begin in sorted(start.items()):
+        kept = earliest.get(key)
+        if kept is not None and kept > begin:
+            deleted.append(DeletedRange(key[0], key[1], begin, min(kept, end[key])))
+            start[key] = min(kept, end[key])
+    hidden = sorted(
+        {
+            _event_times(span)
+            for scope in scopes
+            for span in scope.spans
+            for gone in deleted
+            if (span.topic, span.partition) == (gone.topic, gone.partition)
+            and span.start < gone.end
+            and span.end > gone.first
+            and not (span.event_times_known and span.min_event_time_ms is None)
+        }
+    )
+    return ReadPlan(
+        start={key: start[key] for key in sorted(start)},
+        end={key: end[key] for key in sorted(start)},
+        deleted=tuple(deleted),
+        hidden_event_times=tuple(hidden),
+    )
+
+
+def _event_times(span: Span) -> tuple[int, int]:
+    """The event times a span's batch read; all of time when the ledger does not say."""
+    if span.event_times_known and span.min_event_time_ms is not None:
+        return span.min_event_time_ms, span.max_event_time_ms or span.min_event_time_ms
+    return 0, _END_OF_TIME
+
+
+def _may_hold(span: Span, from_ms: int, to_ms: int | None) -> bool:
+    if not span.event_times_known:
+        return True
+    if span.min_event_time_ms is None or span.max_event_time_ms is None:
+        return False  # the ledger says it read no valid event
+    if span.max_event_time_ms < from_ms:
+        return False
+    return to_ms is None or span.min_event_time_ms < to_ms

@@ -1,0 +1,402 @@
+"""`verify` on real Kafka: exact after an upgrade, and each fault caught, its windows named.
+
+One upgrade (10-minute windows sliding every 5, version 2 adds a metric) is proved with the
+oracle; `verify` must agree with it (``prove_upgrade`` checks that). Then the output or the
+procedure is broken on purpose, one fault at a time, and `verify` must name what broke:
+
+- a committed output file copied into the second generation: written twice;
+- a value edited in a committed parquet file: different;
+- a naive restart (the new generation starts where the old one stopped): lost;
+- events that arrive after their windows were written: late by design, not lost.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from pyspark.sql import SparkSession
+
+from pyspark_kafka_upgrade import cli
+from pyspark_kafka_upgrade.example.pipeline import PROJECT
+from pyspark_kafka_upgrade.ledger.opening import open_store
+from pyspark_kafka_upgrade.model.plan import UpgradePlan
+from pyspark_kafka_upgrade.model.verification import PairState, Status, VerifyReport
+from pyspark_kafka_upgrade.run.command import RunRequest, run_pipeline
+from pyspark_kafka_upgrade.settings import Settings
+from pyspark_kafka_upgrade.testing import kafka_backends as kafka
+from pyspark_kafka_upgrade.testing.kafka_backends import KafkaBackend
+from pyspark_kafka_upgrade.testing.proof import ProofReport, prove_upgrade
+from pyspark_kafka_upgrade.values.layout import GenerationLayout
+from pyspark_kafka_upgrade.verify.command import VerifyRange, verify_pipeline
+
+pytestmark = pytest.mark.integration
+
+BASE_MS = 1_795_341_600_000  # 2026-11-22T10:00:00Z
+MINUTE_MS = 60_000
+USERS = 'aggregation.metrics={"views": "count(*)", "users": "approx_count_distinct(user_id)"}'
+WINDOWS = [
+    "window.duration=10 minutes",
+    "window.slide=5 minutes",
+    "window.watermark_delay=5 minutes",
+]
+EVERYTHING = VerifyRange(from_ms=BASE_MS - 10 * MINUTE_MS)
+
+
+def page_view(minute: int, article: str | None = None) -> dict[str, object]:
+    moment = datetime.fromtimestamp(BASE_MS / 1000 + minute * 60, tz=UTC)
+    return {
+        "article_id": article or f"a{minute % 3}",
+        "user_id": f"u{minute % 5}",
+        "event_time": moment.isoformat().replace("+00:00", "Z"),
+    }
+
+
+EVENTS = [page_view(minute) for minute in range(60)]
+
+
+@pytest.fixture(scope="module")
+def upgraded(
+    spark: SparkSession, kafka_backend: KafkaBackend, tmp_path_factory: pytest.TempPathFactory
+) -> ProofReport:
+    report = prove_upgrade(
+        PROJECT,
+        spark,
+        kafka_backend,
+        tmp_path_factory.mktemp("verify"),
+        events=EVENTS,
+        stop_after=40,
+        version_2=[USERS],
+        settings=WINDOWS,
+    )
+    assert report.exact, report.explain()
+    return report
+
+
+def settings_of(report: ProofReport) -> Settings:
+    assert report.settings is not None
+    return report.settings
+
+
+def verify(report: ProofReport, spark: SparkSession) -> VerifyReport:
+    return verify_pipeline(settings_of(report), EVERYTHING, spark=spark)
+
+
+def test_after_the_upgrade_every_window_is_exact(
+    upgraded: ProofReport, spark: SparkSession
+) -> None:
+    verified = upgraded.verified
+    assert verified is not None and verified.ok
+    # The oracle's 30 rows, each exact; the windows after the last watermark are open.
+    assert verified.count(Status.EXACT) == len(upgraded.expected) == 30
+    assert verified.count(Status.OPEN) > 0
+    for status in (Status.LOST, Status.WRITTEN_TWICE, Status.DIFFERENT, Status.LATE):
+        assert verified.count(status) == 0, status
+    assert verified.events_read == len(EVENTS)
+    assert verified.findings == ()
+
+
+def test_the_command_prints_the_summary_and_exits_0(
+    upgraded: ProofReport, spark: SparkSession, capsys: pytest.CaptureFixture[str]
+) -> None:
+    settings = settings_of(upgraded)
+    code = cli.main(PROJECT, [*_sets(settings), "verify", "--from", "2026-11-22T09:50:00Z"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "30 exact, 0 lost, 0 written twice, 0 different, 0 late by design" in out
+    assert out.rstrip().endswith("OK: nothing lost, nothing written twice, nothing different.")
+    code = cli.main(PROJECT, [*_sets(settings), "verify", "--from", "2026-11-22T09:50Z", "--json"])
+    document = json.loads(capsys.readouterr().out)
+    assert code == 0 and document["ok"] is True
+    assert VerifyReport.from_json(document).count(Status.EXACT) == 30
+
+
+def test_a_file_copied_into_a_second_generation_is_written_twice(
+    upgraded: ProofReport, spark: SparkSession
+) -> None:
+    settings = settings_of(upgraded)
+    with copied_into_generation_2(settings) as rows:
+        verified = verify(upgraded, spark)
+    assert not verified.ok
+    twice = {_identity(f) for f in verified.findings if f.status is Status.WRITTEN_TWICE}
+    assert twice == rows
+    for finding in verified.findings:
+        assert finding.status is Status.WRITTEN_TWICE
+        assert finding.writers == (1, 2)
+    assert verify(upgraded, spark).ok  # the file and its log entry are gone again
+
+
+def test_a_value_edited_in_a_parquet_file_is_different(
+    upgraded: ProofReport, spark: SparkSession
+) -> None:
+    settings = settings_of(upgraded)
+    with edited_value(settings) as row:
+        verified = verify(upgraded, spark)
+    assert not verified.ok
+    assert [(_identity(f), f.status) for f in verified.findings] == [(row, Status.DIFFERENT)]
+    (finding,) = verified.findings
+    assert finding.written is not None
+    assert finding.written["views"] == int(str(finding.expected["views"])) + 1
+    assert finding.events and all(e.state == PairState.COUNTED for e in finding.events)
+    assert verify(upgraded, spark).ok
+
+
+def test_events_after_their_windows_closed_are_late_by_design_not_lost(
+    upgraded: ProofReport, spark: SparkSession
+) -> None:
+    settings = settings_of(upgraded)
+    bootstrap = settings.kafka.bootstrap_servers
+    topic = settings.kafka.topics[0]
+    # Two events in windows written long ago, then one that moves nothing: the first in
+    # windows generation 1 owned and wrote before it stopped (it never reads it), the
+    # second in windows generation 2 wrote (it reads it, in a batch whose bound has passed).
+    late = [page_view(2, "late-a"), page_view(36, "late-b"), page_view(59)]
+    kafka.produce(
+        bootstrap,
+        topic,
+        [
+            kafka.Record(partition=0, key=None, value=json.dumps(e).encode(), timestamp_ms=BASE_MS)
+            for e in late
+        ],
+    )
+    run_pipeline(RunRequest(settings=settings, available_now=True, echo=lambda line: None), spark)
+    verified = verify(upgraded, spark)
+    assert verified.ok, verified.findings
+    assert verified.late_events == 4  # two events, two sliding windows each
+    states = {
+        _identity(f): ({e.state for e in f.events}, f.owner, f.written)
+        for f in verified.findings
+        if f.status is Status.LATE
+    }
+    assert states == {
+        (BASE_MS - 5 * MINUTE_MS, ("late-a",)): ({PairState.ARRIVED_AFTER}, 1, None),
+        (BASE_MS, ("late-a",)): ({PairState.ARRIVED_AFTER}, 1, None),
+        (BASE_MS + 30 * MINUTE_MS, ("late-b",)): ({PairState.LATE}, 2, None),
+        (BASE_MS + 35 * MINUTE_MS, ("late-b",)): ({PairState.LATE}, 2, None),
+    }
+    assert verified.count(Status.LOST) == 0
+
+
+def test_a_naive_restart_loses_the_open_windows_and_verify_names_them(
+    spark: SparkSession, kafka_backend: KafkaBackend, tmp_path: Path
+) -> None:
+    report = prove_upgrade(
+        PROJECT,
+        spark,
+        kafka_backend,
+        tmp_path,
+        events=EVENTS,
+        stop_after=40,
+        version_2=[USERS],
+        settings=WINDOWS,
+        run=_naive_restart(spark),
+    )
+    # The oracle sees the loss and verify agrees (prove_upgrade checks that it does).
+    assert not report.exact and report.lost
+    verified = report.verified
+    assert verified is not None and not verified.ok
+    lost = {_identity(f) for f in verified.findings if f.status is Status.LOST}
+    # Every window still open when version 1 stopped, none of the others.
+    oracle_lost = {(start, keys) for start, _, keys in report.lost}
+    short = {(start, keys) for start, _, keys in _short_rows(report)}
+    assert lost == oracle_lost | short
+    for finding in verified.findings:
+        if finding.status is Status.LOST:
+            assert PairState.SKIPPED in {e.state for e in finding.events}
+
+
+# -- Faults ----------------------------------------------------------------------------------
+
+
+@contextmanager
+def copied_into_generation_2(settings: Settings) -> Iterator[set[tuple[int, tuple[str, ...]]]]:
+    """Copy a committed file of generation 1 into generation 2, and commit it in its log.
+
+    Its rows get generation 2's new column, as a copy made to "fill a gap" would.
+    """
+    old = _local(GenerationLayout(settings.pipeline.root, 1).output)
+    new = _local(GenerationLayout(settings.pipeline.root, 2).output)
+    source = next(path for path in _committed(old) if pq.read_metadata(path).num_rows)
+    schema = pq.read_schema(next(iter(_committed(new))))
+    rows = [{**row, "users": 1} for row in pq.read_table(source).to_pylist()]
+    copy = new / f"part-copied-{uuid.uuid4().hex}.parquet"
+    _write_as_spark(pa.Table.from_pylist(rows, schema=schema), copy)
+    log = _last_log(new)
+    entry = {
+        "path": copy.as_uri(),
+        "size": copy.stat().st_size,
+        "isDir": False,
+        "modificationTime": int(copy.stat().st_mtime * 1000),
+        "blockReplication": 1,
+        "blockSize": 33554432,
+        "action": "add",
+    }
+    with _edited(log):
+        log.write_text(log.read_text().rstrip("\n") + "\n" + json.dumps(entry))
+        try:
+            yield {(_ms(row["window_start"]), (row["article_id"],)) for row in rows}
+        finally:
+            copy.unlink()
+
+
+@contextmanager
+def edited_value(settings: Settings) -> Iterator[tuple[int, tuple[str, ...]]]:
+    """Add one to ``views`` in the first row of a committed file of generation 2."""
+    new = _local(GenerationLayout(settings.pipeline.root, 2).output)
+    path = next(path for path in _committed(new) if pq.read_metadata(path).num_rows)
+    log = _log_naming(new, path)
+    table = pq.read_table(path)
+    rows = table.to_pylist()
+    rows[0]["views"] += 1
+    with _edited(path, log):
+        _write_as_spark(pa.Table.from_pylist(rows, schema=table.schema), path)
+        log.write_text(_with_size(log.read_text(), path))
+        yield (_ms(rows[0]["window_start"]), (rows[0]["article_id"],))
+
+
+def _naive_restart(spark: SparkSession):  # type: ignore[no-untyped-def]
+    """Runs each version in this process; before version 2's run from the plan, rewrites the
+    plan in the ledger so that it restarts where version 1 stopped, replaying nothing."""
+    calls = []
+
+    def run(overrides: list[str]) -> int:
+        from pyspark_kafka_upgrade.errors import PipelineError
+        from pyspark_kafka_upgrade.settings import load_settings
+
+        calls.append(overrides)
+        settings = load_settings(PROJECT, env={}, overrides=overrides).settings
+        if len(calls) == 3:
+            with open_store(settings.ledger) as store:
+                record = store.generation(settings.pipeline.name, 2)
+                assert record is not None and record.plan is not None
+                plan = UpgradePlan.from_json(record.plan)
+                naive = dataclasses.replace(
+                    plan,
+                    partitions=tuple(
+                        dataclasses.replace(
+                            p, restart_offset=p.old_end_offset, quarantine_offset=p.old_end_offset
+                        )
+                        for p in plan.partitions
+                    ),
+                )
+                store.record_generation(dataclasses.replace(record, plan=naive.to_json()))
+        try:
+            run_pipeline(
+                RunRequest(settings=settings, available_now=True, echo=lambda _: None), spark
+            )
+        except PipelineError as refused:
+            return refused.exit_code
+        return 0
+
+    return run
+
+
+def _short_rows(report: ProofReport) -> list[tuple[int, int, tuple[object, ...]]]:
+    """Rows written with fewer events than expected (their other events never read)."""
+    short = []
+    for row, writers in report.written.items():
+        if row in report.expected and any(
+            metrics["views"] != report.expected[row]["views"] for _, metrics in writers
+        ):
+            short.append(row)
+    return short
+
+
+def _identity(finding: object) -> tuple[int, tuple[str, ...]]:
+    return (finding.window_start_ms, tuple(finding.keys.values()))  # type: ignore[attr-defined]
+
+
+def _sets(settings: Settings) -> list[str]:
+    """The --set arguments that reproduce ``settings`` for the CLI."""
+    return [
+        "--set", f"pipeline.name={settings.pipeline.name}",
+        "--set", f"pipeline.root={settings.pipeline.root}",
+        "--set", f"kafka.bootstrap_servers={settings.kafka.bootstrap_servers}",
+        "--set", f"kafka.topics={settings.kafka.topics[0]}",
+        "--set", f"kafka.connector={settings.kafka.connector}",
+        "--set", f"ledger.store={settings.ledger.store}",
+        "--set", f"ledger.location={settings.ledger.location}",
+        *(item for setting in [*WINDOWS, USERS] for item in ("--set", setting)),
+    ]  # fmt: skip
+
+
+def _local(uri: str) -> Path:
+    return Path(uri.removeprefix("file:"))
+
+
+def _committed(directory: Path) -> list[Path]:
+    paths = []
+    for log in _logs(directory):
+        for line in log.read_text().splitlines()[1:]:
+            entry = json.loads(line)
+            if entry["action"] == "add":
+                paths.append(_local(entry["path"].replace("file:///", "file:/")))
+    return paths
+
+
+def _write_as_spark(table: pa.Table, path: Path) -> None:
+    # Spark writes timestamps as INT96 and reads them back only in that form.
+    pq.write_table(table, path, use_deprecated_int96_timestamps=True)
+
+
+def _logs(directory: Path) -> list[Path]:
+    """The sink log's files, not Hadoop's .crc files beside them."""
+    return sorted(
+        (p for p in (directory / "_spark_metadata").iterdir() if p.name.split(".")[0].isdigit()),
+        key=lambda p: int(p.name.split(".")[0]),
+    )
+
+
+def _last_log(directory: Path) -> Path:
+    return _logs(directory)[-1]
+
+
+@contextmanager
+def _edited(*files: Path) -> Iterator[None]:
+    """Edit files in place: Hadoop's checksum files beside them would refuse the new bytes,
+    so they are set aside meanwhile, and everything is put back afterwards."""
+    kept = {path: path.read_bytes() for path in files}
+    checksums = {
+        crc: crc.read_bytes()
+        for path in files
+        if (crc := path.with_name(f".{path.name}.crc")).exists()
+    }
+    for crc in checksums:
+        crc.unlink()
+    try:
+        yield
+    finally:
+        for path, content in kept.items():
+            path.write_bytes(content)
+        for crc, content in checksums.items():
+            crc.write_bytes(content)
+
+
+def _log_naming(directory: Path, file: Path) -> Path:
+    for log in _logs(directory):
+        if file.name in log.read_text():
+            return log
+    raise AssertionError(f"no sink log names {file}")
+
+
+def _with_size(text: str, file: Path) -> str:
+    lines = text.splitlines()
+    for index, line in enumerate(lines[1:], start=1):
+        entry = json.loads(line)
+        if entry["path"].endswith(file.name):
+            entry["size"] = file.stat().st_size
+            lines[index] = json.dumps(entry)
+    return "\n".join(lines)
+
+
+def _ms(moment: datetime) -> int:
+    aware = moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+    return round(aware.timestamp() * 1000)
