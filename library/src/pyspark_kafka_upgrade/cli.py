@@ -347,6 +347,9 @@ Each window and key comes out as one of:
   late by design  holds events that arrived after the watermark passed its end; written
                   exactly without them (FACTS: lateness is judged per batch)
   open            the watermark has not reached its end yet: never called lost
+  unclassified    a ledger gap or retention hides what it should hold, and its values
+                  do not settle it
+  abandoned       an old window a window change leaves unwritten, as its plan said
 Exit code 0 only when nothing is lost, written twice, different (or unclassified).
 
 The default range is the windows around the last upgrade. Times are ISO-8601, UTC unless they

@@ -9,12 +9,15 @@ from pyspark_kafka_upgrade.cli import console
 from pyspark_kafka_upgrade.config import command as configuration
 from pyspark_kafka_upgrade.example.pipeline import PROJECT
 from pyspark_kafka_upgrade.inspect import command as checkpoint_command
+from pyspark_kafka_upgrade.model.verification import Status
 from pyspark_kafka_upgrade.settings import (
     Settings,
 )
 from pyspark_kafka_upgrade.upgrade import (
     commands as upgrade_commands,
 )
+from pyspark_kafka_upgrade.values.outcome import Outcome
+from pyspark_kafka_upgrade.verify import command as verify_command
 from support.example import PROG, main
 
 
@@ -184,6 +187,7 @@ COMMANDS = [
     ["upgrade", "rollback"],
     ["output"],
     ["output", "show"],
+    ["verify"],
 ]
 
 
@@ -398,3 +402,103 @@ def test_the_console_script_exits_with_the_commands_code(monkeypatch: pytest.Mon
         console(PROJECT)
 
     assert exited.value.code == 2
+
+
+# verify: the statuses in its help, its times as ISO-8601, its exit code from its findings.
+
+# What the help explains, one status a line, as the report names them.
+EXPLAINED_STATUSES = ("exact", "lost", "written twice", "different", "late by design", "open")
+
+
+def _verify_help(capsys: pytest.CaptureFixture[str]) -> str:
+    with pytest.raises(SystemExit) as caught:
+        main(["verify", "--help"])
+    assert caught.value.code == 0
+    return capsys.readouterr().out
+
+
+def test_verify_help_lists_the_statuses_and_an_example(capsys: pytest.CaptureFixture[str]) -> None:
+    out = _verify_help(capsys)
+    lines = out.splitlines()
+
+    for status in EXPLAINED_STATUSES:
+        assert any(line.startswith(f"  {status}  ") for line in lines), status
+    assert f"  {PROG} verify --from 2026-11-26T09:00:00Z --to 2026-11-26T12:00:00Z" in lines
+    assert "Exit code 0 only when nothing is lost, written twice, different" in out
+    assert "ISO-8601, UTC unless they" in out
+
+
+def test_verify_help_explains_every_status_the_report_can_show(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    lines = _verify_help(capsys).splitlines()
+
+    unexplained = [
+        status.value
+        for status in Status
+        if not any(line.startswith(f"  {status.value}  ") for line in lines)
+    ]
+    assert unexplained == []
+
+
+@pytest.mark.parametrize("option", ["--from", "--to"])
+def test_verify_refuses_a_time_that_is_not_iso_8601(
+    option: str, record: Callable[[object, str], Recorder], capsys: pytest.CaptureFixture[str]
+) -> None:
+    recorder = record(verify_command, "verify_command")
+
+    with pytest.raises(SystemExit) as caught:
+        main(["verify", option, "yesterday"])
+
+    assert caught.value.code == 2
+    assert recorder.calls == []
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    errors = [line for line in captured.err.splitlines() if "error:" in line]
+    assert errors == [
+        f"{PROG} verify: error: argument {option}: 'yesterday' is not an ISO-8601 time; "
+        "e.g. 2026-11-26T09:00:00Z or 2026-11-26"
+    ]
+
+
+# 2026-11-26 is 20,783 days after 1970-01-01 (56 x 365 days, 14 leap days, 329 into 2026).
+NOV_26_MS = 20_783 * 86_400_000
+
+
+def test_verify_passes_its_range_generations_and_options(
+    record: Callable[[object, str], Recorder],
+) -> None:
+    recorder = record(verify_command, "verify_command")
+
+    argv = ["verify", "--from", "2026-11-26T10:00:00+01:00", "--to", "2026-11-26T12:00:00"]
+    assert main([*argv, "--generation", "2", "3", "--json", "--master", "local[2]"]) == 0
+
+    # 10:00 at +01:00 is 09:00 UTC; 12:00 with no offset is UTC.
+    expected = verify_command.VerifyRange(
+        from_ms=NOV_26_MS + 9 * 3_600_000, to_ms=NOV_26_MS + 12 * 3_600_000, generations=(2, 3)
+    )
+    assert recorder.calls == [((_settings(), expected), {"as_json": True, "master": "local[2]"})]
+
+
+def test_verify_without_options_checks_the_default_range(
+    record: Callable[[object, str], Recorder],
+) -> None:
+    recorder = record(verify_command, "verify_command")
+
+    assert main(["verify"]) == 0
+
+    expected = verify_command.VerifyRange(from_ms=None, to_ms=None, generations=None)
+    assert recorder.calls == [((_settings(), expected), {"as_json": False, "master": None})]
+
+
+@pytest.mark.parametrize("exit_code", [0, 1])
+def test_verify_exits_with_its_findings_code_after_printing_the_report(
+    exit_code: int, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def verify(*args: object, **kwargs: object) -> Outcome:
+        return Outcome("the report", exit_code)
+
+    monkeypatch.setattr(verify_command, "verify_command", verify)
+
+    assert main(["verify"]) == exit_code
+    assert capsys.readouterr().out == "the report\n"

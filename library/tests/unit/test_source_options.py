@@ -37,6 +37,7 @@ def test_defaults_match_the_built_in_source() -> None:
     assert options.initial_offsets_location is None
     assert options.poll_timeout_ms == DEFAULT_POLL_TIMEOUT_MS
     assert options.client_config == {"bootstrap.servers": "broker:9092"}
+    assert options.ending is None
 
 
 def test_every_option_is_read() -> None:
@@ -63,6 +64,14 @@ def test_every_option_is_read() -> None:
 def test_json_starting_offsets_keep_earliest_and_latest_markers() -> None:
     options = parse(startingOffsets='{"views":{"0":-2,"1":-1,"2":42}}')
     assert options.starting == StartFromOffsets({"views": {0: -2, 1: -1, 2: 42}})
+
+
+def test_ending_offsets_are_exact_offsets_per_partition() -> None:
+    options = parse(
+        startingOffsets='{"views":{"0":5,"1":0}}', endingOffsets='{"views":{"0":42,"1":0}}'
+    )
+    assert options.ending == {"views": {0: 42, 1: 0}}
+    assert options.starting == StartFromOffsets({"views": {0: 5, 1: 0}})
 
 
 def test_timestamps_take_precedence_as_in_the_built_in_source() -> None:
@@ -120,6 +129,10 @@ def test_kafka_options_go_to_the_client_without_prefix() -> None:
         ({"startingOffsets": "newest"}, "startingOffsets", "'earliest', 'latest' or JSON"),
         ({"startingOffsets": '{"v":{"0":1'}, "startingOffsets", "is not valid JSON"),
         ({"startingOffsets": '{"v":{"0":-3}}'}, "startingOffsets", "offset -3 is negative"),
+        ({"endingOffsets": '{"v":{"0":-1}}'}, "endingOffsets", "offset -1 is negative"),
+        ({"endingOffsets": '{"v":{"0":7,"1":-2}}'}, "endingOffsets", "partition 1: offset -2"),
+        ({"endingOffsets": "latest"}, "endingOffsets", "must be JSON like"),
+        ({"endingOffsets": '{"v":{"0":'}, "endingOffsets", "is not valid JSON"),
         ({"startingOffsetsByTimestamp": '{"v":{"0":-1}}'}, "startingOffsetsByTimestamp", "neg"),
         ({"startingTimestamp": "yesterday"}, "startingTimestamp", "whole number"),
         ({"startingOffsetsByTimestampStrategy": "x"}, "startingOffsetsByTimestampStrategy", "or"),

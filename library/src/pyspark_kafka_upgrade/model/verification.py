@@ -120,9 +120,9 @@ class WindowFinding:
             window_start_ms=read.integer("window_start_ms"),
             window_end_ms=read.integer("window_end_ms"),
             keys=read.mapping("keys"),
-            status=Status(read.text("status")),
+            status=_status(read.text("status")),
             owner=read.optional_integer("owner"),
-            writers=tuple(_integers(read.raw("writers"))),
+            writers=tuple(_integers(read.raw("writers"), "writers")),
             expected=read.mapping("expected"),
             written=None if written is None else read.mapping("written"),
             events=tuple(
@@ -179,6 +179,16 @@ class VerifyReport:
     # {"start": offsets JSON, "end": offsets JSON}: what was read back
     offsets_read: Mapping[str, object] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        # Every status, zero where none was seen: the report reads the same however it was
+        # built, and its JSON round-trips.
+        unknown = set(self.counts) - {status.value for status in Status}
+        if unknown:
+            raise VerifyReportError(f"verify report counts unknown statuses {sorted(unknown)}")
+        object.__setattr__(
+            self, "counts", {status.value: self.counts.get(status.value, 0) for status in Status}
+        )
+
     @property
     def windows(self) -> int:
         return sum(self.counts.values())
@@ -196,6 +206,8 @@ class VerifyReport:
         document["counts"] = {status.value: self.count(status) for status in Status}
         document["findings"] = [finding.to_json() for finding in self.findings]
         document["generations"] = list(self.generations)
+        document["quarantined_sample"] = [asdict(record) for record in self.quarantined_sample]
+        document["deleted"] = [asdict(gone) for gone in self.deleted]
         document["notes"] = list(self.notes)
         document["ok"] = self.ok
         return document
@@ -204,19 +216,22 @@ class VerifyReport:
     def from_json(cls, data: Mapping[str, object]) -> Self:
         read = JsonFields(data, "verify report", VerifyReportError)
         version = read.integer("format_version")
+        if version < 1:
+            raise VerifyReportError(f"verify report format_version {version} is not one")
         if version > FORMAT_VERSION:
             raise VerifyReportError(
                 f"the verify report has format version {version}, newer than the "
                 f"{FORMAT_VERSION} this version of the library reads"
             )
-        counts = read.mapping("counts")
         return cls(
             pipeline=read.text("pipeline"),
             from_ms=read.integer("from_ms"),
             to_ms=read.optional_integer("to_ms"),
-            generations=tuple(_integers(read.raw("generations"))),
-            counts={str(key): int(value) for key, value in counts.items()},  # type: ignore[call-overload]
-            findings=tuple(WindowFinding.from_json(item) for item in _list(read.raw("findings"))),
+            generations=tuple(_integers(read.raw("generations"), "generations")),
+            counts=_counts(read.mapping("counts")),
+            findings=tuple(
+                WindowFinding.from_json(item) for item in _list(read.raw("findings"), "findings")
+            ),
             more_findings=read.integer("more_findings"),
             events_read=read.integer("events_read"),
             late_events=read.integer("late_events"),
@@ -245,14 +260,35 @@ class VerifyReport:
         )
 
 
-def _list(value: object) -> list[object]:
+def _list(value: object, name: str) -> list[object]:
     if not isinstance(value, list):
-        raise VerifyReportError(f"expected a JSON list, got {type(value).__name__}")
+        raise VerifyReportError(
+            f"verify report field {name!r} must be a JSON list, got {type(value).__name__}"
+        )
     return value
 
 
-def _integers(value: object) -> list[int]:
-    items = _list(value)
+def _integers(value: object, name: str) -> list[int]:
+    items = _list(value, name)
     if not all(type(item) is int for item in items):
-        raise VerifyReportError("expected a list of integers")
-    return [int(item) for item in items]  # type: ignore[call-overload]
+        raise VerifyReportError(f"verify report field {name!r} must be a list of integers")
+    return [item for item in items if type(item) is int]
+
+
+def _counts(counts: Mapping[str, object]) -> dict[str, int]:
+    for status, count in counts.items():
+        if type(count) is not int or count < 0:
+            raise VerifyReportError(
+                f"verify report field 'counts' has {count!r} windows {status!r}; expected a count"
+            )
+    return {status: count for status, count in counts.items() if type(count) is int}
+
+
+def _status(text: str) -> Status:
+    try:
+        return Status(text)
+    except ValueError:
+        known = ", ".join(status.value for status in Status)
+        raise VerifyReportError(
+            f"verify report field 'status' is {text!r}, expected one of {known}"
+        ) from None

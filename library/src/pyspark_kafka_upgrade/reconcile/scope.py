@@ -28,6 +28,7 @@ from pyspark_kafka_upgrade.values.offsets import PartitionKey
 from pyspark_kafka_upgrade.values.validation import MetricSpec, WindowSpec, parse_metric
 
 _END_OF_TIME = 2**62
+LATEST = -1  # Kafka's startingOffsets code for the latest offset
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,10 +208,27 @@ def batch_spans(generation: GenerationFacts, earliest: FlatOffsets) -> tuple[Spa
         begin: Mapping[PartitionKey, int]
         if batch.batch_id == 0 or previous is None:
             begin = _first_start(generation, batch, earliest)
+            if previous is None and batch.batch_id > 0 and batch.start is not None:
+                # The batches before the first known one read from where the generation
+                # began up to this batch's start: a gap.
+                spans += _spans(
+                    _first_start(generation, batch, earliest, prefer_recorded=False),
+                    batch.start,
+                    None,
+                    0,
+                    batch.watermark_ms,
+                )
         elif not consecutive and batch.start is not None:
             begin = batch.start  # the gap's span ends here
         else:
-            begin = previous.end
+            # A partition added while the query ran is read from its earliest offset.
+            begin = {
+                key: previous.end.get(
+                    key,
+                    (batch.start or {}).get(key, earliest.get(key, 0)),
+                )
+                for key in batch.end
+            }
         if batch.batch_id == 0:
             # A query's first batch judges lateness by its own watermark (0 when new).
             late_through = on_time_after = batch.watermark_ms
@@ -236,20 +254,30 @@ def batch_spans(generation: GenerationFacts, earliest: FlatOffsets) -> tuple[Spa
 
 
 def _first_start(
-    generation: GenerationFacts, batch: _Known, earliest: FlatOffsets
+    generation: GenerationFacts,
+    batch: _Known,
+    earliest: FlatOffsets,
+    *,
+    prefer_recorded: bool = True,
 ) -> dict[PartitionKey, int]:
-    """Where the generation's first known batch began, per partition it ended on."""
-    if batch.start is not None:
-        given: Mapping[PartitionKey, int] = batch.start
-    elif batch.batch_id == 0 and generation.plan is not None:
-        given = generation.plan.restart_offsets
-    elif batch.batch_id == 0 and generation.initial_offsets is not None:
-        given = generation.initial_offsets
-    else:
-        given = {}
+    """Where the generation's first known batch began, per partition it ended on.
+
+    ``prefer_recorded=False`` asks where the generation itself began, for the gap before a
+    first known batch that is not batch 0.
+    """
+    planned: Mapping[PartitionKey, int] = {}
+    if prefer_recorded and batch.start is not None:
+        planned = batch.start
+    elif generation.plan is not None:
+        planned = generation.plan.restart_offsets
+    initial = generation.initial_offsets or {}
     begin = {}
     for key in batch.end:
-        offset = given.get(key, EARLIEST)
+        offset = planned.get(key, initial.get(key, EARLIEST))
+        if offset == LATEST:
+            # Where "latest" was when the query started: the source stored it, else unknown,
+            # so from the batch's own end (the span then holds nothing it did not read).
+            offset = initial.get(key, batch.end[key])
         # -2 (and a partition nobody recorded): from the earliest offset there was.
         begin[key] = earliest.get(key, 0) if offset < 0 else offset
     return begin
