@@ -73,8 +73,9 @@ class Upgrade:
     def generation(self, number: int) -> GenerationLayout:
         return GenerationLayout(str(self.root), number)
 
-    def check_exact(self, spark: SparkSession) -> None:
-        """Generations 1 and 2 together wrote each window once, with every event counted."""
+    def check_exact(self, spark: SparkSession, *, verify: bool = False) -> None:
+        """Generations 1 and 2 together wrote each window once, with every event counted;
+        with ``verify``, `verify` must say the same from what the kills left."""
         # Each generation wrote every window ending at or before its own last W. Generation
         # 2's may be below generation 1's: a run restarted after the replay's commit, with
         # nothing new to read, runs no batch, and the due windows wait in its state.
@@ -90,14 +91,14 @@ class Upgrade:
             self.log.events,
             GRID,
         )
-        # verify, from what the kills left in the ledger and checkpoints, agrees.
-        verify_says(
-            comparison.exact,
-            comparison.report(),
-            self.settings_2,
-            spark,
-            from_ms=min(event.time_ms for event in self.log.events) - GRID.size_ms,
-        )
+        if verify:
+            verify_says(
+                comparison.exact,
+                comparison.report(),
+                self.settings_2,
+                spark,
+                from_ms=min(event.time_ms for event in self.log.events) - GRID.size_ms,
+            )
         comparison.check()
 
 
@@ -192,7 +193,9 @@ def test_the_new_generation_killed_around_its_first_commit_finishes_exactly(
     assert committed[:1] == ([] if moment == "before" else [0]), committed
 
     finish(upgrade, spark)
-    upgrade.check_exact(spark)
+    # The replay batch killed in flight or just after its commit: the ledger and the
+    # checkpoint disagree most here, so verify must read them right.
+    upgrade.check_exact(spark, verify=True)
     with open_store(upgrade.version_1.ledger, spark=lambda: spark) as store:
         record = store.generation(upgrade.version_1.pipeline.name, 2)
     assert record is not None and record.plan is not None
