@@ -348,9 +348,10 @@ Each window and key comes out as one of:
                   exactly without them (FACTS: lateness is judged per batch)
   open            the watermark has not reached its end yet: never called lost
   unclassified    a ledger gap or retention hides what it should hold, and its values
-                  do not settle it
-  abandoned       an old window a window change leaves unwritten, as its plan said
-Exit code 0 only when nothing is lost, written twice, different (or unclassified).
+                  do not settle it: said, and not a failure
+  abandoned       (older reports) an old window a window change left unwritten
+Exit code 0 only when nothing is lost, written twice or different; 1 when something is; 2
+when there is nothing to verify or the range is empty.
 
 The default range is the windows around the last upgrade. Times are ISO-8601, UTC unless they
 say otherwise.
@@ -395,7 +396,7 @@ def _add_verify_command(commands: _Commands) -> None:
         "--master",
         help="Spark master, e.g. local[2]; default: spark-submit's or Spark's own default",
     )
-    verify.set_defaults(handler=_verify)
+    verify.set_defaults(handler=_verify, check=_check_verify)
 
 
 UPGRADE_DESCRIPTION = """\
@@ -626,6 +627,11 @@ def _instant(text: str) -> int:
         return parse_instant(text)
     except ValueError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _check_verify(args: argparse.Namespace) -> None:
+    if args.from_time is not None and args.to_time is not None and args.from_time >= args.to_time:
+        raise _UsageError("verify: --from must be before --to: the range holds no window")
 
 
 def _verify(args: argparse.Namespace, loaded: LoadedSettings) -> Outcome:

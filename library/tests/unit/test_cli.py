@@ -424,7 +424,7 @@ def test_verify_help_lists_the_statuses_and_an_example(capsys: pytest.CaptureFix
     for status in EXPLAINED_STATUSES:
         assert any(line.startswith(f"  {status}  ") for line in lines), status
     assert f"  {PROG} verify --from 2026-11-26T09:00:00Z --to 2026-11-26T12:00:00Z" in lines
-    assert "Exit code 0 only when nothing is lost, written twice, different" in out
+    assert "Exit code 0 only when nothing is lost, written twice or different" in out
     assert "ISO-8601, UTC unless they" in out
 
 
@@ -502,3 +502,15 @@ def test_verify_exits_with_its_findings_code_after_printing_the_report(
 
     assert main(["verify"]) == exit_code
     assert capsys.readouterr().out == "the report\n"
+
+
+def test_verify_refuses_an_empty_range_in_one_line(
+    record: Callable[[object, str], Recorder], capsys: pytest.CaptureFixture[str]
+) -> None:
+    recorder = record(verify_command, "verify_command")
+    argv = ["verify", "--from", "2026-11-26T12:00:00Z", "--to", "2026-11-26T09:00:00Z"]
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    assert exited.value.code == 2 and recorder.calls == []
+    err = capsys.readouterr().err
+    assert err == f"{PROG}: error: verify: --from must be before --to: the range holds no window\n"

@@ -418,6 +418,26 @@ def test_a_generation_started_without_a_plan_splits_at_the_old_watermark(
     assert scopes[0].next_owns == expected
 
 
+def test_a_partition_that_never_moved_still_has_bounds_so_a_later_record_arrived_after() -> None:
+    # Partition 1 sat at offset 0 for all of generation 1: no span, but its bounds are 0..0,
+    # so a record that lands there after generation 1 stopped is "arrived after", not
+    # "never read".
+    old = generation(
+        1,
+        status=GenerationStatus.RETIRED,
+        ledger=(
+            batch(0, {P0: 10, P1: 0}, 0),
+            batch(1, {P0: 20, P1: 0}, utc(9, 57), start={P0: 10, P1: 0}),
+        ),
+    )
+
+    [scope] = generation_scopes(facts(old, earliest={P0: 0, P1: 0}))
+
+    assert all(span.partition == 0 for span in scope.spans)
+    assert (scope.first_offsets[P1], scope.last_offsets[P1]) == (0, 0)
+    assert (scope.first_offsets[P0], scope.last_offsets[P0]) == (0, 20)
+
+
 # -- read_plan -----------------------------------------------------------------------------------
 
 
@@ -481,9 +501,9 @@ def test_a_batch_whose_event_times_are_unknown_is_read() -> None:
 
     planned = read_plan([scope], {P0: 0}, from_ms=utc(10, 0), to_ms=None)
 
-    # The unknown batch may hold an event of the range; the known one lies before it, but
-    # the read is one range per partition, so it is read in between.
-    assert (planned.start, planned.end) == ({P0: 0}, {P0: 20})
+    # The unknown batch may hold an event of the range; the known one lies wholly before it,
+    # so the read ends where the unknown one does.
+    assert (planned.start, planned.end) == ({P0: 0}, {P0: 10})
 
 
 def test_a_batch_without_a_valid_event_is_not_read() -> None:
@@ -499,15 +519,16 @@ def test_a_batch_without_a_valid_event_is_not_read() -> None:
     assert (planned.start, planned.end) == ({P0: 10}, {P0: 20})
 
 
-def test_the_read_ends_at_the_highest_end_offset_of_any_generation() -> None:
+def test_the_read_ends_where_the_last_batch_that_may_hold_the_range_ends() -> None:
     # Generation 1 read 0..39, all before the range; generation 2 restarted at 20 and read
-    # 20..34. The events from 20 on are read, up to where anybody read: 40.
+    # 20..34, in the range. Offsets 35..39 hold only generation 1's events, before the
+    # range: the read is 20..34, not up to where anybody read.
     old = scope_of(1, read(0, 0, 40, utc(9, 0), utc(9, 30)))
     new = scope_of(2, read(0, 20, 35, utc(9, 55), utc(10, 10)))
 
     planned = read_plan([old, new], {P0: 0}, from_ms=utc(9, 50), to_ms=None)
 
-    assert (planned.start, planned.end) == ({P0: 20}, {P0: 40})
+    assert (planned.start, planned.end) == ({P0: 20}, {P0: 35})
 
 
 def test_a_batch_wholly_after_the_range_is_not_read() -> None:

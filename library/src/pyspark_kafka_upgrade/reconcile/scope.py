@@ -134,8 +134,8 @@ def generation_scopes(facts: VerifyFacts) -> tuple[GenerationScope, ...]:
                 written_through_ms=_written_through(generation),
                 running=last,
                 spans=spans,
-                first_offsets=_first_offsets(spans),
-                last_offsets=_last_offsets(spans),
+                first_offsets=_first_offsets(spans, generation),
+                last_offsets=_last_offsets(spans, generation),
             )
         )
     return tuple(scopes)
@@ -320,16 +320,29 @@ def _written_through(generation: GenerationFacts) -> int | None:
     return max(marks) if marks else None
 
 
-def _first_offsets(spans: Iterable[Span]) -> dict[PartitionKey, int]:
+def _first_offsets(spans: Iterable[Span], generation: GenerationFacts) -> dict[PartitionKey, int]:
+    """Where the generation began reading each partition; a partition it never read a
+    record of (its offsets never moved) begins where it sat."""
     first: dict[PartitionKey, int] = {}
+    for key, offset in _ends(generation):
+        first[key] = min(first.get(key, offset), offset)
     for span in spans:
         key = (span.topic, span.partition)
         first[key] = min(first.get(key, span.start), span.start)
     return first
 
 
-def _last_offsets(spans: Iterable[Span]) -> dict[PartitionKey, int]:
+def _ends(generation: GenerationFacts) -> list[tuple[PartitionKey, int]]:
+    return [
+        (key, offset) for batch in _known_batches(generation) for key, offset in batch.end.items()
+    ]
+
+
+def _last_offsets(spans: Iterable[Span], generation: GenerationFacts) -> dict[PartitionKey, int]:
+    """Where the generation stopped (or is) in each partition it was assigned."""
     last: dict[PartitionKey, int] = {}
+    for key, offset in _ends(generation):
+        last[key] = max(last.get(key, offset), offset)
     for span in spans:
         key = (span.topic, span.partition)
         last[key] = max(last.get(key, span.end), span.end)
@@ -371,9 +384,9 @@ def read_plan(
     for scope in scopes:
         for span in scope.spans:
             key = (span.topic, span.partition)
-            end[key] = max(end.get(key, span.end), span.end)
             if _may_hold(span, from_ms, to_ms):
                 start[key] = min(start.get(key, span.start), span.start)
+                end[key] = max(end.get(key, span.end), span.end)
     deleted = []
     for key, begin in sorted(start.items()):
         kept = earliest.get(key)

@@ -135,12 +135,19 @@ def reconcile(
         F.count(F.col(MALFORMED_REASON)).alias("malformed"),
     )
     keys = list(dict.fromkeys(key for scope in scopes for key in scope.keys))
-    pairs = _owned_pairs(spark, parsing.valid_events(parsed), scopes, keys, from_ms, to_ms, only)
+    pairs = _owned_pairs(spark, parsing.valid_events(parsed), scopes, keys, from_ms, to_ms)
     expected = _expected(pairs, scopes, keys)
-    found = _written(written, scopes, keys, from_ms, to_ms, only)
+    found = _written(written, scopes, keys, from_ms, to_ms)
     # Not cached: an Observation inside a cached plan reports nothing. Only a run with
     # findings reads the source a second time.
-    classified = _classify(expected, found, scopes, keys, hidden_event_times)
+    floating = frozenset(field.name for field in parsing_rules.events if field.type == "double")
+    classified = _classify(expected, found, scopes, keys, hidden_event_times, floating)
+    if only is not None:
+        # The windows these generations own, or wrote: a duplicate by another one shows.
+        chosen = F.array(*(F.lit(g) for g in only))
+        classified = classified.where(
+            F.col(_OWNER).isin(list(only)) | F.arrays_overlap(F.col(_WRITERS), chosen)
+        )
     tallies = classified.groupBy(_STATUS).agg(
         F.count(F.lit(1)).alias("windows"), F.sum(F.col(_LATE)).alias("late")
     )
@@ -194,9 +201,13 @@ def _owned_pairs(
     keys: Sequence[str],
     from_ms: int,
     to_ms: int | None,
-    only: Sequence[int] | None,
 ) -> DataFrame:
-    """One row per (event, window) pair that falls in the range, with its owner and state."""
+    """One row per (event, window) pair that falls in the range, with its owner and state.
+
+    Pairs of an old window that a window change left unwritten by design (the retired owner
+    stopped before its end, and its successor counts those events in windows of its own)
+    are left out: nobody writes them.
+    """
     time_us = F.unix_micros(F.col(EVENT_TIME))
     with_time = events.withColumn(_T, time_us)
     t = F.col(_T)
@@ -229,8 +240,11 @@ def _owned_pairs(
     in_range = F.col(_START) >= F.lit(from_ms * _US)
     if to_ms is not None:
         in_range = in_range & (end <= F.lit(to_ms * _US))
-    if only is not None:
-        in_range = in_range & owner.isin(list(only))
+    for scope in scopes:
+        if _abandons(scope) and scope.written_through_ms is not None:
+            in_range = in_range & ~(
+                (owner == scope.generation) & (end > F.lit(scope.written_through_ms * _US))
+            )
     owned = exploded.where(kept & in_range)
     spans = spark.createDataFrame(
         [
@@ -300,6 +314,17 @@ def _owned_pairs(
         "offset",
         state.alias(_STATE),
         F.col("s_batch").alias(_BATCH),
+    )
+
+
+def _abandons(scope: GenerationScope) -> bool:
+    """Whether the successor changed the window: the generations split in event time, and
+    the old windows still open at the split are written by nobody, as the plan says."""
+    following = scope.next_owns
+    return (
+        following is not None
+        and following.window_end_after_ms is None
+        and following.event_time_from_ms is not None
     )
 
 
@@ -384,17 +409,24 @@ def _written(
     keys: Sequence[str],
     from_ms: int,
     to_ms: int | None,
-    only: Sequence[int] | None,
 ) -> DataFrame | None:
-    """Per window and key: how many rows the generations wrote, by whom, with what values."""
+    """Per window and key: how many rows the generations wrote, by whom, with what values.
+
+    A row a generation wrote after the facts were read (a window ending after the last
+    watermark they know) is left out: on a live pipeline it is still open to them.
+    """
     if written is None:
         return None
     start, end = F.unix_micros(F.col(WINDOW_START)), F.unix_micros(F.col(WINDOW_END))
     rows = written.where(start >= F.lit(from_ms * _US))
     if to_ms is not None:
         rows = rows.where(end <= F.lit(to_ms * _US))
-    if only is not None:
-        rows = rows.where(F.col("generation").isin(list(only)))
+    for scope in scopes:
+        if scope.written_through_ms is not None:
+            rows = rows.where(
+                (F.col("generation") != scope.generation)
+                | (end <= F.lit(scope.written_through_ms * _US))
+            )
     present = set(written.columns)
     columns = [
         start.alias(_START),
@@ -426,6 +458,7 @@ def _classify(
     scopes: Sequence[GenerationScope],
     keys: Sequence[str],
     hidden_event_times: Sequence[tuple[int, int]],
+    floating: frozenset[str] = frozenset(),
 ) -> DataFrame:
     identity = [_START, _END, *keys]
     if written is None:
@@ -450,11 +483,13 @@ def _classify(
             F.coalesce(F.col(f"w.{_WRITERS}"), F.array().cast("array<int>")).alias(_WRITERS),
             *(F.col(f"w.{_written_name(name)}") for name in _metric_names(scopes)),
         )
-    return joined.withColumn(_STATUS, _status(scopes, hidden_event_times))
+    return joined.withColumn(_STATUS, _status(scopes, hidden_event_times, floating))
 
 
 def _status(
-    scopes: Sequence[GenerationScope], hidden_event_times: Sequence[tuple[int, int]]
+    scopes: Sequence[GenerationScope],
+    hidden_event_times: Sequence[tuple[int, int]],
+    floating: frozenset[str],
 ) -> Column:
     owner, end, writes = F.col(_OWNER), F.col(_END), F.col(_WRITES)
     counted, late = F.coalesce(F.col(_COUNTED), F.lit(0)), F.coalesce(F.col(_LATE), F.lit(0))
@@ -466,7 +501,6 @@ def _status(
         hidden_event_times,
         F.lit(False),
     )
-    unwritten = F.lit(False)
     still_open = F.lit(False)
     matches = F.lit(False)
     matches_maybe = F.lit(False)
@@ -475,21 +509,20 @@ def _status(
         through = scope.written_through_ms
         beyond = F.lit(True) if through is None else end > F.lit(through * _US)
         if scope.running:
+            # Not written yet, whatever its events: never called lost. (A retired owner's
+            # window past its last watermark is lost: nobody will write it.)
             still_open = still_open | (mine & beyond)
-        else:
-            unwritten = unwritten | (mine & beyond)
-        matches = matches | (mine & _all_equal(scope, _exact))
-        matches_maybe = matches_maybe | (mine & _all_equal(scope, _maybe))
+        matches = matches | (mine & _all_equal(scope, _exact, floating))
+        matches_maybe = matches_maybe | (mine & _all_equal(scope, _maybe, floating))
     done = F.when(late > 0, Status.LATE.value).otherwise(Status.EXACT.value)
     return (
         F.when(writes > 1, Status.WRITTEN_TWICE.value)
+        .when((writes == 0) & still_open, Status.OPEN.value)
         .when(lost > 0, Status.LOST.value)
         .when(
             owner.isNull(),
             F.when(hidden, Status.UNCLASSIFIED.value).otherwise(Status.DIFFERENT.value),
         )
-        .when((writes == 0) & still_open, Status.OPEN.value)
-        .when((writes == 0) & unwritten, Status.ABANDONED.value)
         .when((writes == 0) & (counted == 0) & (unknown == 0), Status.LATE.value)
         .when((writes == 0) & (unknown > 0) & (counted == 0), Status.UNCLASSIFIED.value)
         .when(writes == 0, F.when(hidden, Status.UNCLASSIFIED.value).otherwise(Status.LOST.value))
@@ -501,22 +534,27 @@ def _status(
 
 
 def _all_equal(
-    scope: GenerationScope, name: Callable[[GenerationScope, MetricSpec], str]
+    scope: GenerationScope,
+    name: Callable[[GenerationScope, MetricSpec], str],
+    floating: frozenset[str],
 ) -> Column:
     return reduce(
         lambda every, metric: (
-            every & _same(F.col(_written_name(metric.name)), F.col(name(scope, metric)), metric)
+            every
+            & _same(F.col(_written_name(metric.name)), F.col(name(scope, metric)), metric, floating)
         ),
         scope.metrics,
         F.lit(True),
     )
 
 
-def _same(written: Column, expected: Column, metric: MetricSpec) -> Column:
+def _same(
+    written: Column, expected: Column, metric: MetricSpec, floating: frozenset[str]
+) -> Column:
     exact = written.eqNullSafe(expected)
-    if metric.function not in ("sum", "avg"):
+    if not (metric.function == "avg" or (metric.function == "sum" and metric.column in floating)):
         return exact
-    # A sum of doubles depends on the order of additions; integers compare exactly anyway.
+    # A sum of doubles depends on the order of additions; integer sums compare exactly.
     close = F.abs(written - expected) <= F.lit(_FLOAT_TOLERANCE) * F.greatest(
         F.abs(written), F.abs(expected), F.lit(1.0)
     )

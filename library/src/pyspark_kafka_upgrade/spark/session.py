@@ -92,9 +92,14 @@ def launched_by_spark(env: Mapping[str, str]) -> bool:
 
 
 def local_session_factory(
-    settings: Settings, *, purpose: str, reads_kafka: bool = True
+    settings: Settings,
+    *,
+    purpose: str,
+    reads_kafka: bool = True,
+    master: str | None = "local[1]",
 ) -> Callable[[], SparkSession]:
-    """One local, single-core session for a CLI command, started on first use, then reused.
+    """One session for a CLI command, started on first use, then reused: local and
+    single-core by default; ``master=None`` leaves the choice to spark-submit or Spark.
 
     A command that reads no Kafka (``output show``, ``checkpoint show``) passes
     ``reads_kafka=False``: its session is built as for the pip-only connector, since the
@@ -112,7 +117,7 @@ def local_session_factory(
                 build_spark_session(
                     settings,
                     app_name=f"{settings.pipeline.name}-{purpose}",
-                    master="local[1]",
+                    master=master,
                     # Stage progress bars on stderr would interleave with the command's output.
                     extra_conf={"spark.ui.showConsoleProgress": "false"},
                 )

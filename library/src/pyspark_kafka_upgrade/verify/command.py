@@ -45,7 +45,7 @@ from pyspark_kafka_upgrade.settings import Settings
 from pyspark_kafka_upgrade.sink.reader import describe_generations, read_generations
 from pyspark_kafka_upgrade.spark.progress_bar import job_progress
 from pyspark_kafka_upgrade.spark.reconcile import Parsing, reconcile
-from pyspark_kafka_upgrade.spark.session import build_spark_session
+from pyspark_kafka_upgrade.spark.session import local_session_factory
 from pyspark_kafka_upgrade.storage.filesystem import absolute_uri
 from pyspark_kafka_upgrade.values.layout import GenerationLayout
 from pyspark_kafka_upgrade.values.offsets import PartitionKey, flatten
@@ -55,7 +55,12 @@ Session = SparkSession | Callable[[], SparkSession]
 
 
 class NothingToVerifyError(PipelineError):
-    """No generation has committed a batch in the range: there is nothing to compare."""
+    """No generation has committed a batch in the range: there is nothing to compare.
+
+    Exit 2, not 1: a script must tell "nothing checked" from "something lost".
+    """
+
+    exit_code = 2
 
 
 class UnknownGenerationError(PipelineError):
@@ -83,7 +88,11 @@ def verify_command(
     spark: Session | None = None,
 ) -> Outcome:
     """`verify`: the report, and exit code 1 when anything was lost, written twice or differs."""
-    session = spark if spark is not None else _session(settings, master)
+    session = (
+        spark
+        if spark is not None
+        else local_session_factory(settings, purpose="verify", master=master)
+    )
     report = verify_pipeline(settings, scope, spark=session, progress=True)
     text = json.dumps(report.to_json(), indent=2) if as_json else render_report(report)
     return Outcome(text, 0 if report.ok else 1)
@@ -214,24 +223,6 @@ def _partitions(generation: GenerationFacts) -> Iterable[PartitionKey]:
         yield from batch.end_offsets
     for entry in generation.checkpoint:
         yield from entry.end_offsets
-
-
-def _session(settings: Settings, master: str | None) -> Callable[[], SparkSession]:
-    sessions: list[SparkSession] = []
-
-    def session() -> SparkSession:
-        if not sessions:
-            sessions.append(
-                build_spark_session(
-                    settings,
-                    app_name=f"{settings.pipeline.name}-verify",
-                    master=master,
-                    extra_conf={"spark.ui.showConsoleProgress": "false"},
-                )
-            )
-        return sessions[0]
-
-    return session
 
 
 # -- Notes: what the report cannot say ---------------------------------------------------------
