@@ -6,6 +6,7 @@ import argparse
 import os
 import signal
 import sys
+import textwrap
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -123,14 +124,23 @@ class _Commands:
         self._prog = prog
 
     def add(
-        self, name: str, *, help: str, description: str, raw: bool = False
+        self,
+        name: str,
+        *,
+        help: str,
+        description: str,
+        examples: Sequence[str],
+        raw: bool = False,
     ) -> argparse.ArgumentParser:
-        formatter = argparse.RawDescriptionHelpFormatter if raw else argparse.HelpFormatter
+        """A subcommand whose --help ends with ``examples`` (``{prog}`` is the command)."""
+        text = description.format(prog=self._prog)
         command = self._group.add_parser(
             name,
             help=help,
-            description=description.format(prog=self._prog),
-            formatter_class=formatter,
+            description=text if raw else textwrap.fill(text, 88),
+            epilog=_examples(examples, self._prog),
+            # Raw, so that the examples keep their lines; plain descriptions are filled above.
+            formatter_class=argparse.RawDescriptionHelpFormatter,
         )
         _add_settings_options(command, depth=self._depth, prog=self._prog)
         return command
@@ -140,17 +150,32 @@ class _Commands:
         return _Commands(command, dest=dest, depth=self._depth + 1, prog=self._prog)
 
 
+def _examples(examples: Sequence[str], prog: str) -> str:
+    if not examples:
+        raise ValueError("every command's --help ends with an example")
+    heading = "example:" if len(examples) == 1 else "examples:"
+    return "\n".join([heading, *(f"  {line.format(prog=prog)}" for line in examples)])
+
+
 def _add_config_command(commands: _Commands) -> None:
     config = commands.add(
         "config",
         help="inspect the effective settings",
         description="Inspect the settings this pipeline would run with.",
+        examples=[
+            "{prog} config show",
+            "{prog} --set kafka.bootstrap_servers=broker:9092 config show --json",
+        ],
     )
     show = commands.below(config, dest="config_command").add(
         "show",
         help="print every setting, its value and where it came from (secrets masked)",
         description="Print every setting, its value and where it came from. "
         "Passwords and other secrets are masked.",
+        examples=[
+            "{prog} config show",
+            "{prog} config show --json --set window.watermark_delay='10 minutes'",
+        ],
     )
     show.add_argument("--json", action="store_true", help="print the settings as JSON")
     show.set_defaults(handler=_config_show)
@@ -162,6 +187,10 @@ def _add_run_command(commands: _Commands) -> None:
         help="run the pipeline's current generation until stopped",
         description=RUN_DESCRIPTION,
         raw=True,
+        examples=[
+            "{prog} run --master 'local[2]'",
+            "{prog} run --available-now      # what Kafka holds now, then stop",
+        ],
     )
     run.add_argument(
         "--available-now",
@@ -182,12 +211,19 @@ def _add_checkpoint_command(commands: _Commands) -> None:
         "checkpoint",
         help="inspect a generation's checkpoint",
         description="Inspect a checkpoint without starting Spark.",
+        examples=[
+            "{prog} checkpoint show",
+        ],
     )
     show = commands.below(checkpoint, dest="checkpoint_command").add(
         "show",
         help="what a checkpoint committed, and whether its sink and the ledger agree",
         description=CHECKPOINT_SHOW_DESCRIPTION,
         raw=True,
+        examples=[
+            "{prog} checkpoint show                 # the current generation",
+            "{prog} checkpoint show data/checkpoints/generation-1/aggregates --json",
+        ],
     )
     show.add_argument(
         "path",
@@ -213,12 +249,20 @@ def _add_connector_command(commands: _Commands) -> None:
         "connector",
         help="the built-in Kafka connector's jars",
         description="Spark's built-in Kafka connector is not on PyPI; its jars come from Maven.",
+        examples=[
+            "{prog} connector fetch",
+        ],
     )
     fetch = commands.below(connector, dest="connector_command").add(
         "fetch",
         help="resolve the connector's jars with mvn into a per-user cache, and list them",
         description=CONNECTOR_FETCH_DESCRIPTION,
         raw=True,
+        examples=[
+            "{prog} connector fetch",
+            "export SPARK_KAFKA_JARS=$({prog} connector fetch --json | python3 -c \\\\",
+            '    \'import json,sys; print(",".join(json.load(sys.stdin)["jars"]))\')',
+        ],
     )
     fetch.add_argument("--json", action="store_true", help="print the list as JSON")
     fetch.set_defaults(handler=_connector_fetch)
@@ -230,6 +274,14 @@ def _add_upgrade_command(commands: _Commands) -> None:
         help="move the pipeline onto a new checkpoint without losing or repeating a window",
         description=UPGRADE_DESCRIPTION,
         raw=True,
+        examples=[
+            "{prog} upgrade plan --out upgrade.json --plot upgrade.png",
+            "{prog} upgrade show upgrade.json      # review it, and look at upgrade.png",
+            "{prog} upgrade apply upgrade.json     # that plan, or refuses if anything moved",
+            "{prog} run                            # starts generation N+1 from the plan",
+            "{prog} verify                         # nothing lost, nothing written twice",
+            "{prog} upgrade rollback               # instead of run: back to generation N",
+        ],
     )
     upgrade_commands = commands.below(upgrade_parser, dest="upgrade_command")
     _add_upgrade_plan(upgrade_commands)
@@ -244,6 +296,11 @@ def _add_upgrade_plan(commands: _Commands) -> None:
         help="say whether the change needs a new checkpoint and, if so, where it restarts",
         description=UPGRADE_PLAN_DESCRIPTION,
         raw=True,
+        examples=[
+            "{prog} upgrade plan --out upgrade.json --plot upgrade.png",
+            "{prog} upgrade show upgrade.json      # review it",
+            "{prog} upgrade apply upgrade.json     # that plan, or refuses if anything moved",
+        ],
     )
     plan.add_argument("--json", action="store_true", help="print the advice and plan as JSON")
     plan.add_argument(
@@ -253,6 +310,7 @@ def _add_upgrade_plan(commands: _Commands) -> None:
         help="also write the plan to this file, to review with `upgrade show PLAN` and apply "
         "with `upgrade apply PLAN`",
     )
+    _add_plot_option(plan)
     _add_planning_options(plan)
     plan.set_defaults(handler=_upgrade_plan)
 
@@ -263,6 +321,12 @@ def _add_upgrade_apply(commands: _Commands) -> None:
         help="record the plan as the next generation and retire the current one",
         description=UPGRADE_APPLY_DESCRIPTION,
         raw=True,
+        examples=[
+            "{prog} upgrade plan --out upgrade.json",
+            "{prog} upgrade show upgrade.json      # review it",
+            "{prog} upgrade apply upgrade.json     # that plan, or refuses if anything moved",
+            "{prog} upgrade apply                  # plan and apply in one step",
+        ],
     )
     apply.add_argument(
         "plan",
@@ -296,10 +360,26 @@ def _add_upgrade_show(commands: _Commands) -> None:
         help="print a plan file `upgrade plan --out` wrote; changes nothing",
         description=UPGRADE_SHOW_DESCRIPTION,
         raw=True,
+        examples=[
+            "{prog} upgrade plan --out upgrade.json",
+            "{prog} upgrade show upgrade.json --plot upgrade.svg",
+        ],
     )
     show.add_argument("plan", type=Path, metavar="PLAN", help="the plan file")
     show.add_argument("--json", action="store_true", help="print the plan as JSON")
+    _add_plot_option(show)
     show.set_defaults(handler=_upgrade_show)
+
+
+def _add_plot_option(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--plot",
+        type=Path,
+        metavar="FILE",
+        help="also draw the plan to FILE (.png or .svg): per partition, its batches by offset "
+        "and event time, W, the open windows, the restart offset and the records to replay "
+        "(needs the plot extra: pip install 'pyspark-kafka-upgrade[plot]')",
+    )
 
 
 def _add_upgrade_rollback(commands: _Commands) -> None:
@@ -308,6 +388,10 @@ def _add_upgrade_rollback(commands: _Commands) -> None:
         help="return to the previous generation, if the new one has not committed a batch",
         description=UPGRADE_ROLLBACK_DESCRIPTION,
         raw=True,
+        examples=[
+            "{prog} upgrade apply upgrade.json",
+            "{prog} upgrade rollback               # before generation N+1 commits a batch",
+        ],
     )
     rollback.set_defaults(handler=_upgrade_rollback)
 
@@ -318,12 +402,19 @@ def _add_output_command(commands: _Commands) -> None:
         help="read the pipeline's output across every generation",
         description="Read the output of every generation, each through its own "
         "_spark_metadata (committed files only), with a generation column.",
+        examples=[
+            "{prog} output show",
+        ],
     )
     show = commands.below(output, dest="output_command").add(
         "show",
         help="print the windows written so far, oldest first",
         description="Print the windows every generation has written, oldest first. "
         "Only committed files are read.",
+        examples=[
+            "{prog} output show --limit 50",
+            "{prog} output show --generation 2 --json",
+        ],
     )
     show.add_argument(
         "--limit", type=int, default=20, metavar="N", help="rows to print (default 20)"
@@ -355,11 +446,6 @@ when there is nothing to verify or the range is empty.
 
 The default range is the windows around the last upgrade. Times are ISO-8601, UTC unless they
 say otherwise.
-
-examples:
-  {prog} verify
-  {prog} verify --from 2026-11-26T09:00:00Z --to 2026-11-26T12:00:00Z
-  {prog} verify --generation 2 --json > verify.json
 """
 
 
@@ -369,6 +455,11 @@ def _add_verify_command(commands: _Commands) -> None:
         help="prove nothing was lost or written twice, on the pipeline's own data",
         description=VERIFY_DESCRIPTION,
         raw=True,
+        examples=[
+            "{prog} verify",
+            "{prog} verify --from 2026-11-26T09:00:00Z --to 2026-11-26T12:00:00Z",
+            "{prog} verify --generation 2 --json > verify.json",
+        ],
     )
     verify.add_argument(
         "--from",
@@ -407,13 +498,9 @@ still open at the old watermark W were never written: the new generation replays
 Kafka records that feed them and drops (event, window) pairs whose window ended at or
 before W, which the old generation already wrote.
 
-Plan, review, then apply exactly what you reviewed:
-  {prog} upgrade plan --out upgrade.json  # review it: upgrade show upgrade.json
-  {prog} upgrade apply upgrade.json       # applies exactly that plan, or refuses if anything moved
-  {prog} run                              # starts generation N+1 from the plan
-
-  {prog} upgrade apply       without a file: plan and apply in one step, printing the plan first
-  {prog} upgrade rollback    back to generation N, while N+1 has committed nothing
+Plan, review (the plan in words, and its picture), then apply exactly what you reviewed.
+`upgrade apply` without a file does plan and apply in one step, printing the plan first;
+`upgrade rollback` goes back to generation N while N+1 has committed nothing.
 """
 
 
@@ -422,10 +509,6 @@ Compare the pipeline the current checkpoint was written with against the current
 settings. When the checkpoint cannot carry the change, compute where each partition restarts
 and explain why. Changes nothing; --out also writes the plan to a file, to review and then
 apply exactly as reviewed.
-
-example:
-  {prog} upgrade plan --out upgrade.json  # review it: upgrade show upgrade.json
-  {prog} upgrade apply upgrade.json       # applies exactly that plan, or refuses if anything moved
 """
 
 
@@ -438,30 +521,17 @@ With PLAN, apply exactly that plan file, the one `upgrade plan --out` wrote and 
 if the pipeline moved since it was planned, refuse and change nothing. Without PLAN, plan and
 apply in one step, printing the plan first. --accept-data-loss and --no-scan only work without
 PLAN: a plan file already fixed them when it was planned.
-
-examples:
-  {prog} upgrade plan --out upgrade.json  # review it: upgrade show upgrade.json
-  {prog} upgrade apply upgrade.json       # applies exactly that plan, or refuses if anything moved
-  {prog} upgrade apply                    # plan and apply in one step
 """
 
 
 UPGRADE_SHOW_DESCRIPTION = """\
 Print a plan file `upgrade plan --out` wrote: what changed, where each partition restarts and
 why. Changes nothing.
-
-example:
-  {prog} upgrade plan --out upgrade.json
-  {prog} upgrade show upgrade.json        # then: {prog} upgrade apply upgrade.json
 """
 
 
 UPGRADE_ROLLBACK_DESCRIPTION = """\
 Undo an applied upgrade whose generation has not committed a batch yet.
-
-example:
-  {prog} upgrade apply upgrade.json
-  {prog} upgrade rollback                 # before `run` commits generation N+1's first batch
 """
 
 
@@ -473,10 +543,6 @@ Read a checkpoint (metadata, offsets/N, commits/N) and its sink's _spark_metadat
   - the sink's committed batches;
   - whether the ledger agrees with the checkpoint, batch by batch.
 The checkpoint is the truth; the ledger is checked against it.
-
-examples:
-  {prog} checkpoint show                 # the current generation
-  {prog} checkpoint show data/checkpoints/generation-1/aggregates --json
 """
 
 
@@ -488,11 +554,6 @@ pyspark-kafka-upgrade/jars).
 A run with kafka.connector = "builtin" does this by itself on first use; this command does it
 ahead of time and prints the jars Spark does not already ship, for spark-submit --jars or
 SPARK_KAFKA_JARS on a machine without Maven.
-
-examples:
-  {prog} connector fetch
-  export SPARK_KAFKA_JARS=$({prog} connector fetch --json | python3 -c \\
-      'import json,sys; print(",".join(json.load(sys.stdin)["jars"]))')
 """
 
 
@@ -602,6 +663,7 @@ def _upgrade_plan(args: argparse.Namespace, loaded: LoadedSettings) -> str:
         accept_data_loss=args.accept_data_loss,
         scan=not args.no_scan,
         out=args.out,
+        plot=args.plot,
     )
 
 
@@ -615,7 +677,7 @@ def _upgrade_apply(args: argparse.Namespace, loaded: LoadedSettings) -> str:
 
 
 def _upgrade_show(args: argparse.Namespace, loaded: LoadedSettings) -> str:
-    return upgrade.show_command(loaded.settings, args.plan, as_json=args.json)
+    return upgrade.show_command(loaded.settings, args.plan, as_json=args.json, plot=args.plot)
 
 
 def _upgrade_rollback(args: argparse.Namespace, loaded: LoadedSettings) -> str:

@@ -1,11 +1,12 @@
+import argparse
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from pyspark_kafka_upgrade.cli import console
+from pyspark_kafka_upgrade.cli import build_parser, console
 from pyspark_kafka_upgrade.config import command as configuration
 from pyspark_kafka_upgrade.example.pipeline import PROJECT
 from pyspark_kafka_upgrade.inspect import command as checkpoint_command
@@ -274,15 +275,22 @@ def test_upgrade_plan_gets_the_same_settings_wherever_set_goes(
 @pytest.mark.parametrize(
     ("options", "expected"),
     [
-        ([], {"as_json": False, "accept_data_loss": False, "scan": True, "out": None}),
-        (["--json"], {"as_json": True, "accept_data_loss": False, "scan": True, "out": None}),
         (
-            ["--out", "upgrade.json", "--accept-data-loss", "--no-scan"],
+            [],
+            {"as_json": False, "accept_data_loss": False, "scan": True, "out": None, "plot": None},
+        ),
+        (
+            ["--json"],
+            {"as_json": True, "accept_data_loss": False, "scan": True, "out": None, "plot": None},
+        ),
+        (
+            ["--out", "upgrade.json", "--accept-data-loss", "--no-scan", "--plot", "plan.svg"],
             {
                 "as_json": False,
                 "accept_data_loss": True,
                 "scan": False,
                 "out": Path("upgrade.json"),
+                "plot": Path("plan.svg"),
             },
         ),
     ],
@@ -343,13 +351,21 @@ def test_a_plan_file_refuses_the_options_it_already_fixed(
         assert (option in lines[0]) == (option in argv), option
 
 
-@pytest.mark.parametrize(("options", "as_json"), [([], False), (["--json"], True)])
+@pytest.mark.parametrize(
+    ("options", "as_json", "plot"),
+    [([], False, None), (["--json"], True, None), (["--plot", "p.png"], False, Path("p.png"))],
+)
 def test_upgrade_show_passes_the_plan_file(
-    options: list[str], as_json: bool, record: Callable[[object, str], Recorder]
+    options: list[str],
+    as_json: bool,
+    plot: Path | None,
+    record: Callable[[object, str], Recorder],
 ) -> None:
     recorder = record(upgrade_commands, "show_command")
     assert main(["upgrade", "show", "upgrade.json", *options]) == 0
-    assert recorder.calls == [((_settings(), Path("upgrade.json")), {"as_json": as_json})]
+    assert recorder.calls == [
+        ((_settings(), Path("upgrade.json")), {"as_json": as_json, "plot": plot})
+    ]
 
 
 def test_upgrade_show_needs_a_plan_file(
@@ -514,3 +530,28 @@ def test_verify_refuses_an_empty_range_in_one_line(
     assert exited.value.code == 2 and recorder.calls == []
     err = capsys.readouterr().err
     assert err == f"{PROG}: error: verify: --from must be before --to: the range holds no window\n"
+
+
+def _parsers(parser: argparse.ArgumentParser) -> Iterator[argparse.ArgumentParser]:
+    yield parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                yield from _parsers(child)
+
+
+def test_every_commands_help_ends_with_an_example() -> None:
+    parsers = list(_parsers(build_parser(PROJECT)))
+    assert len(parsers) >= 16, [p.prog for p in parsers]
+    for parser in parsers:
+        text = parser.format_help().rstrip("\n")
+        heading = max(text.rfind("\nexample:\n"), text.rfind("\nexamples:\n"))
+        assert heading > 0, f"{parser.prog} --help has no example at its end"
+        lines = text[heading:].split("\n")[2:]
+        commands = [line.strip() for line in lines if line.startswith(f"  {PROG} ")]
+        assert commands, f"{parser.prog} --help ends with no command"
+        # The example is of this command: `prog upgrade plan --help` shows `upgrade plan`.
+        words = parser.prog.split()[1:]
+        assert any(command.split()[1 : 1 + len(words)] == words for command in commands) or (
+            not words
+        ), f"{parser.prog}: {commands}"

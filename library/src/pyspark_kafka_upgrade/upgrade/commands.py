@@ -2,6 +2,7 @@
 
     upgrade plan --out PLAN    gather → decide → render; the plan written to PLAN for review
     upgrade show PLAN          the plan file in words, changing nothing
+    ... --plot FILE            plan and show also draw the plan (``picture``) to a PNG or SVG
     upgrade apply PLAN         gather again; refuse if anything the plan rests on moved;
                                else apply exactly PLAN (``apply.APPLY_STEPS``)
     upgrade apply              plan and apply in one step, printing the plan first
@@ -44,6 +45,7 @@ from pyspark_kafka_upgrade.upgrade.apply import APPLY_STEPS, apply_plan, roll_ba
 from pyspark_kafka_upgrade.upgrade.event_scan import EventSource, Progress, run_scans
 from pyspark_kafka_upgrade.upgrade.gather import gather, source_options
 from pyspark_kafka_upgrade.upgrade.lookup import live_generation, open_ledger, refuse_if_running
+from pyspark_kafka_upgrade.upgrade.picture import check_plot_path, draw_plan
 from pyspark_kafka_upgrade.upgrade.plan_file import read_plan_file, write_plan_file
 from pyspark_kafka_upgrade.values.layout import GenerationLayout
 
@@ -99,10 +101,14 @@ def plan_command(
     accept_data_loss: bool,
     scan: bool = True,
     out: Path | None = None,
+    plot: Path | None = None,
     spark: Session | None = None,
     progress: Progress = _stderr,
 ) -> str:
-    """Say whether the change needs a new checkpoint and, if so, the plan; write it to ``out``."""
+    """Say whether the change needs a new checkpoint and, if so, the plan; write it to ``out``
+    and its picture to ``plot``."""
+    if plot is not None:
+        check_plot_path(plot)  # before the scans: a bad name should not cost the downtime
     with open_ledger(settings, command_session(settings, purpose="upgrade", given=spark)) as store:
         old = live_generation(store, settings.pipeline.name, settings.pipeline.root)
         if old.status is GenerationStatus.PLANNED and old.plan is not None:
@@ -115,35 +121,56 @@ def plan_command(
                 # that stopped half way, or says it is applied.
                 write_plan_file(out, recorded.as_reviewed())
                 written = f"\nThat plan is written to {out}."
+            if plot is not None:
+                written += "\n" + draw_plan(store, recorded, plot)
             return f"generation {old.generation} is already planned ({state}):\n{shown}{written}"
         refuse_if_running(settings, old, "upgrade plan")
         outcome = make_plan(
             settings, store, old, accept_data_loss=accept_data_loss, scan=scan, progress=progress
         )
+        drawn = (
+            "" if plot is None or isinstance(outcome, Advice) else draw_plan(store, outcome, plot)
+        )
     if isinstance(outcome, Advice):
         shown = render_advice(outcome)
-        return shown + ("\nNothing to plan: no file written." if out is not None else "")
+        asked = [what for what, path in (("file", out), ("picture", plot)) if path is not None]
+        return shown + (f"\nNothing to plan: no {' or '.join(asked)} written." if asked else "")
     if out is not None:
         write_plan_file(out, outcome)
     if as_json:
         return render_json(outcome)
+    drawn = f"\n{drawn}" if drawn else ""
     if out is None:
-        return f"{render_plan(outcome)}\nApply it with `upgrade apply`, then `run`."
+        return f"{render_plan(outcome)}{drawn}\nApply it with `upgrade apply`, then `run`."
     return (
         f"{render_plan(outcome)}\n\nPlan written to {out}. Review it (`upgrade show {out}`), "
-        f"then apply exactly it with `upgrade apply {out}` and start it with `run`."
+        f"then apply exactly it with `upgrade apply {out}` and start it with `run`.{drawn}"
     )
 
 
-def show_command(settings: Settings, plan_file: Path, *, as_json: bool) -> str:
-    """A plan file in words (or its JSON); reads nothing else and changes nothing."""
+def show_command(
+    settings: Settings,
+    plan_file: Path,
+    *,
+    as_json: bool,
+    plot: Path | None = None,
+    spark: Session | None = None,
+) -> str:
+    """A plan file in words (or its JSON); changes nothing. Only ``plot`` reads more: the
+    old generation's batches from the ledger, to draw them."""
     plan = read_plan_file(plan_file)
+    drawn = ""
+    if plot is not None:
+        check_plot_path(plot)
+        session = command_session(settings, purpose="upgrade", given=spark)
+        with open_ledger(settings, session) as store:
+            drawn = "\n" + draw_plan(store, plan, plot)
     if as_json:
         return render_json(plan)
     return (
         f"Plan {plan_file}: pipeline {plan.pipeline!r}, generation {plan.from_generation} -> "
         f"{plan.to_generation}.\n\n{render_plan(plan)}\n"
-        f"Apply exactly this plan with `upgrade apply {plan_file}`, then `run`."
+        f"Apply exactly this plan with `upgrade apply {plan_file}`, then `run`.{drawn}"
     )
 
 

@@ -22,6 +22,12 @@ def when(ms: int) -> str:
     return text + "Z"
 
 
+def watermark_text(ms: int) -> str:
+    """A watermark as people read it: Spark's is 0 until a batch with events moves it, and
+    1970-01-01 would read as a time the pipeline saw."""
+    return "not yet set" if ms <= 0 else when(ms)
+
+
 def describe_window(window: WindowSpec) -> str:
     size = duration(window.duration_ms)
     delay = duration(window.watermark_delay_ms)

@@ -1,0 +1,1 @@
+"""Pictures drawn with matplotlib (the plot extra): the one outside system here."""

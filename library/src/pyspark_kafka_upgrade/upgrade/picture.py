@@ -1,0 +1,43 @@
+"""`--plot FILE` of `upgrade plan` and `upgrade show`: the plan's picture, from the real ledger.
+
+Gather (the old generation's batches from the ledger, where its query started each
+partition), decide what to draw (``picture.layout``, pure), render (``plot.render``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pyspark_kafka_upgrade.errors import PipelineError
+from pyspark_kafka_upgrade.kafka.initial_offsets import load_initial_offsets
+from pyspark_kafka_upgrade.model.history import BatchFacts
+from pyspark_kafka_upgrade.model.plan import UpgradePlan
+from pyspark_kafka_upgrade.model.store import OffsetStore
+from pyspark_kafka_upgrade.picture.layout import plan_picture
+from pyspark_kafka_upgrade.plot.render import check_plot_path, write_picture
+from pyspark_kafka_upgrade.values.layout import GenerationLayout
+from pyspark_kafka_upgrade.values.offsets import flatten
+
+__all__ = ["check_plot_path", "draw_plan"]
+
+
+def draw_plan(store: OffsetStore | None, plan: UpgradePlan, path: Path) -> str:
+    """Write the picture of ``plan`` to ``path``; the sentence that says where."""
+    batches: tuple[BatchFacts, ...] = ()
+    if store is not None:
+        batches = tuple(
+            map(BatchFacts.from_record, store.batches(plan.pipeline, plan.from_generation))
+        )
+    try:
+        stored = load_initial_offsets(
+            GenerationLayout(plan.root, plan.from_generation).initial_offsets
+        )
+    except PipelineError:
+        stored = None  # the boxes of the first batch are left out, nothing else
+    picture = plan_picture(plan, batches, None if stored is None else flatten(stored))
+    write_picture(picture, path)
+    drawn = len(picture.panels)
+    return (
+        f"Picture of the plan written to {path} ({drawn} of {len(plan.partitions)} partitions "
+        "drawn, each with its batches, W, the open windows and the restart offset)."
+    )

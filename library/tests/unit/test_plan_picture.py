@@ -1,0 +1,134 @@
+"""`upgrade plan --plot` and `upgrade show --plot`: a real PNG or SVG of the plan, drawn from
+the ledger, whose data holds the plan's restart offsets; and one-line refusals."""
+
+from __future__ import annotations
+
+import builtins
+import json
+import xml.etree.ElementTree as ElementTree
+from pathlib import Path
+from typing import Any
+
+import pytest
+from PIL import Image
+
+import pyspark_kafka_upgrade.testing.fake_world as fake
+from pyspark_kafka_upgrade.model.plan import UpgradePlan
+from pyspark_kafka_upgrade.picture.layout import plan_picture
+from pyspark_kafka_upgrade.plot.render import (
+    PlotFileError,
+    PlotUnavailableError,
+    check_plot_path,
+    write_picture,
+)
+from support.example import main
+from support.pictures import BATCHES, two_hundred_partitions
+from support.plans import sample_plan
+
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def cli(world: fake.World, *arguments: str) -> int:
+    options = [f"--set={option}" for option in world.overrides(fake.VERSION_2)]
+    return main([*arguments[:2], *options, *arguments[2:]])
+
+
+def png_facts(path: Path) -> tuple[tuple[int, int], dict[str, Any]]:
+    with Image.open(path) as image:
+        image.verify()  # a broken or truncated PNG raises here
+    with Image.open(path) as image:
+        return image.size, json.loads(image.text["Description"])  # type: ignore[attr-defined]
+
+
+def svg_texts(path: Path) -> list[str]:
+    root = ElementTree.parse(path).getroot()
+    assert root.tag == f"{SVG}svg"
+    return ["".join(node.itertext()) for node in root.iter(f"{SVG}text")]
+
+
+def test_a_small_plan_renders_to_a_valid_png_with_its_restart_offsets(tmp_path: Path) -> None:
+    plan = sample_plan()
+    written = write_picture(plan_picture(plan, BATCHES), tmp_path / "plan.png")
+    (width, height), described = png_facts(written)
+    assert 1000 <= width <= 2000 and 500 <= height <= 1200, (width, height)
+    assert described["restart_offsets"] == plan.starting_offsets
+    assert described["old_end_offsets"] == '{"t":{"0":40}}'
+
+
+def test_an_svg_keeps_its_labels_as_text(tmp_path: Path) -> None:
+    texts = svg_texts(write_picture(plan_picture(sample_plan(), BATCHES), tmp_path / "plan.svg"))
+    assert any("restart 20" in text for text in texts), texts
+    assert any("old end 40" in text for text in texts)
+    assert any(text.startswith("W 10:24:00") for text in texts)
+
+
+def test_two_hundred_partitions_stay_readable(tmp_path: Path) -> None:
+    plan = two_hundred_partitions()
+    (width, height), described = png_facts(
+        write_picture(plan_picture(plan, BATCHES), tmp_path / "many.png")
+    )
+    # Three panels and a summary: a page, not a poster of 200 panels.
+    assert width <= 2000 and height <= 2000, (width, height)
+    assert described["restart_offsets"] == plan.starting_offsets
+
+
+@pytest.mark.parametrize("name", ["plan.pdf", "plan", "missing/plan.png"])
+def test_a_file_the_renderer_cannot_write_is_refused_first(tmp_path: Path, name: str) -> None:
+    with pytest.raises(PlotFileError, match="--plot"):
+        check_plot_path(tmp_path / name)
+
+
+def test_without_the_plot_extra_the_error_says_what_to_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_import = builtins.__import__
+
+    def no_matplotlib(name: str, *args: Any, **kwargs: Any) -> Any:
+        if name.split(".")[0] == "matplotlib":
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_matplotlib)
+    with pytest.raises(PlotUnavailableError, match=r"pyspark-kafka-upgrade\[plot\]"):
+        check_plot_path(tmp_path / "plan.png")
+
+
+def test_plan_and_show_draw_the_plan_from_the_ledger(
+    world: fake.World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    plan_file, picture = world.root / "upgrade.json", world.root / "upgrade.png"
+    assert cli(world, "upgrade", "plan", "--out", str(plan_file), "--plot", str(picture)) == 0
+    out = capsys.readouterr().out
+    assert f"Picture of the plan written to {picture}" in out
+    plan = UpgradePlan.from_json(json.loads(plan_file.read_text()))
+    _, described = png_facts(picture)
+    assert plan.restart_offsets == {(fake.TOPIC, 0): 20, (fake.TOPIC, 1): 20}
+    assert described["restart_offsets"] == plan.starting_offsets
+
+    drawing = world.root / "review.svg"
+    assert cli(world, "upgrade", "show", str(plan_file), "--plot", str(drawing)) == 0
+    assert f"Picture of the plan written to {drawing}" in capsys.readouterr().out
+    texts = svg_texts(drawing)
+    # The ledger's four batches, drawn from the old generation's records.
+    assert {"batch 1", "batch 2", "batch 3"} <= set(texts), texts
+    assert any("restart 20" in text for text in texts)
+
+
+def test_a_bad_plot_name_is_refused_before_planning(
+    world: fake.World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    plan_file = world.root / "upgrade.json"
+    assert cli(world, "upgrade", "plan", "--out", str(plan_file), "--plot", "plan.gif") == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "--plot plan.gif: the picture is a .png or a .svg" in err
+    assert not plan_file.exists()
+
+
+def test_no_picture_when_no_upgrade_is_needed(
+    world: fake.World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    picture = world.root / "upgrade.png"
+    options = [f"--set={option}" for option in world.overrides()]
+    assert main(["upgrade", "plan", *options, "--plot", str(picture)]) == 0
+    assert "no picture written" in capsys.readouterr().out
+    assert not picture.exists()
