@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -57,10 +58,43 @@ def test_the_demo_upgrades_without_loss_and_says_so(
     assert "$ page_views_pipeline --config version-2.toml upgrade apply upgrade-plan.json" in (
         finished.stdout
     ), shown
+    # The contrast: the naive restart loses the window open at the upgrade, window by window.
+    naive = re.search(r"naive restart: lost (\d+) events in (\d+) windows", finished.stdout)
+    assert naive is not None and int(naive.group(1)) > 0, shown
+    assert "  10:30-10:40    a-0001  " in finished.stdout and "(lost " in finished.stdout, shown
+    assert "  upgrade:       lost 0, written twice 0\n" in finished.stdout, shown
+    # The plan's picture, written where it says.
+    picture = work / "upgrade-plan.png"
+    assert f"The plan's picture: {picture}" in finished.stdout, shown
+    assert picture.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and picture.stat().st_size > 20_000
+    # A watermark Spark has not moved yet is not shown as a time in 1970.
+    assert "1970-01-01" not in finished.stdout, shown
+    # Every `$` command of the generated project's upgrade guide is one the demo just ran.
+    ran = {line for line in finished.stdout.splitlines() if line.startswith("$ ")}
+    documented = guide_commands()
+    assert len(documented) >= 6 and not documented - ran, sorted(documented - ran)
     assert sorted(p.name for p in (work / "data" / "output").iterdir()) == [
         "generation-1",
         "generation-2",
     ]
+
+
+# The template's project guide, which teaches the procedure with the demo's commands.
+GUIDE = DEMO.parents[2] / "{{cookiecutter.project_slug}}" / "docs" / "UPGRADE.md"
+
+
+def guide_commands() -> set[str]:
+    """The `$` lines of the guide's console blocks, with the default project's command."""
+    text = GUIDE.read_text().replace("{{ cookiecutter.package_name }}", "page_views_pipeline")
+    commands: set[str] = set()
+    inside = False
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("```"):
+            inside = stripped == "```console"
+        elif inside and stripped.startswith("$ "):
+            commands.add(stripped)
+    return commands
 
 
 def test_the_demo_refuses_a_directory_that_is_not_empty(tmp_path: Path) -> None:

@@ -25,6 +25,14 @@ def test_a_batch_line_names_rows_malformed_watermark_lag_and_duration() -> None:
     )
 
 
+def test_a_watermark_spark_has_not_moved_yet_reads_not_yet_set() -> None:
+    event = {"batchId": 0, "name": "aggregates", "numInputRows": 40}
+    event["eventTime"] = {"watermark": "1970-01-01T00:00:00.000Z"}
+    assert "  watermark not yet set" in progress_line(event, malformed=0)
+    event["eventTime"] = {"watermark": "1970-01-01T00:00:01.000Z"}
+    assert "  watermark 1970-01-01T00:00:01Z" in progress_line(event, malformed=0)
+
+
 def test_lag_is_unknown_when_a_source_does_not_report_its_latest_offsets() -> None:
     assert records_behind([{"endOffset": {"t": {"0": 1}}, "latestOffset": None}]) is None
 

@@ -385,10 +385,10 @@ def _last_committed_fields(report: CheckpointReport) -> list[tuple[str, str]]:
     if batch.batch_watermark_ms is None:
         fields.append(("  watermark (W)", f"unknown: offsets/{batch.batch_id} is gone"))
     else:
-        fields.append(("  watermark (W)", _time(batch.batch_watermark_ms)))
+        fields.append(("  watermark (W)", _watermark(batch.batch_watermark_ms)))
     if batch.batch_timestamp_ms is not None:
         fields.append(("  batch timestamp", _time(batch.batch_timestamp_ms)))
-    fields.append(("  next batch watermark", _time(batch.next_batch_watermark_ms)))
+    fields.append(("  next batch watermark", _watermark(batch.next_batch_watermark_ms)))
     for source in batch.sources:
         kind = "" if source.is_kafka or source.offsets is None else " (not Kafka)"
         fields.append((f"  offsets of source {source.source_id}", f"{source.offsets or '-'}{kind}"))
@@ -484,6 +484,11 @@ def _verdict_sentence(ledger: LedgerAgreement) -> str:
             f"missing from it ({compared})."
         )
     return f"The ledger agrees with the checkpoint ({compared})."
+
+
+def _watermark(ms: int) -> str:
+    # Spark's watermark is 0 until a batch with events moves it.
+    return "0 ms (not yet set)" if ms <= 0 else _time(ms)
 
 
 def _time(ms: int) -> str:

@@ -14,7 +14,7 @@ from pyspark_kafka_upgrade.model.scans import TighteningSummary
 from pyspark_kafka_upgrade.values.offsets import PartitionKey, format_offsets, unflatten
 from pyspark_kafka_upgrade.values.validation import WindowSpec
 from pyspark_kafka_upgrade.values.windows import earliest_open_event_ms
-from pyspark_kafka_upgrade.values.words import describe_window, when
+from pyspark_kafka_upgrade.values.words import describe_window, watermark_text, when
 
 
 class RestartKind(StrEnum):
@@ -148,7 +148,8 @@ def reasoning(
     """Why a restart is where it is, as sentences: W, the open windows, the first batch."""
     lines = [
         f"The old generation's last committed batch is {last_committed_batch}; it ran with "
-        f"watermark W = {when(watermark_ms)}, so it wrote every window ending at or before W.",
+        f"watermark W = {watermark_text(watermark_ms)}, so it wrote every window ending at or "
+        "before W.",
         f"Windows ending after W ({describe_window(window)}) were still open and must be "
         f"rebuilt: they hold events from {when(earliest_open_event_ms(watermark_ms, window))} "
         "on.",

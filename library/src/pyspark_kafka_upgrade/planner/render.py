@@ -17,7 +17,7 @@ from pyspark_kafka_upgrade.model.restart import RestartKind, reasoning
 from pyspark_kafka_upgrade.planner.late_records import explain_late, late_threshold
 from pyspark_kafka_upgrade.values.layout import GenerationLayout
 from pyspark_kafka_upgrade.values.validation import WindowSpec
-from pyspark_kafka_upgrade.values.words import id_ranges, table, when
+from pyspark_kafka_upgrade.values.words import id_ranges, table, watermark_text, when
 
 # Up to this many partitions the table has a row each and every reason is printed whole;
 # beyond, rows group partitions of one topic and kind, and each kind gets one example.
@@ -63,7 +63,7 @@ def render_plan(plan: UpgradePlan) -> str:
     lines += [
         "",
         f"Generation {plan.to_generation} will start at {where} with the replay filter "
-        f"{plan.replay_filter.describe()} (W = {when(plan.watermark_ms)}), writing to "
+        f"{plan.replay_filter.describe()} (W = {watermark_text(plan.watermark_ms)}), writing to "
         f"{layout.output}.",
     ]
     return "\n".join(lines)

@@ -51,7 +51,7 @@ from pyspark_kafka_upgrade.model.restart import PartitionPlan, RestartKind, Rest
 from pyspark_kafka_upgrade.values.offsets import PartitionKey, format_offsets, unflatten
 from pyspark_kafka_upgrade.values.validation import WindowSpec
 from pyspark_kafka_upgrade.values.windows import earliest_open_event_ms
-from pyspark_kafka_upgrade.values.words import id_ranges, when
+from pyspark_kafka_upgrade.values.words import id_ranges, watermark_text, when
 
 if TYPE_CHECKING:
     pass
@@ -135,9 +135,10 @@ def plan_restart(
     watermark, final_end = _watermark_and_end(last, records, gaps, retained, notes)
     if written_through_ms is not None and written_through_ms > watermark:
         notes.append(
-            f"the old generation's last watermark is {when(watermark)}, but it started from a "
-            f"plan that left every window ending at or before {when(written_through_ms)} to "
-            f"the generation before it, which wrote them: W is {when(written_through_ms)}"
+            f"the old generation's last watermark is {watermark_text(watermark)}, but it "
+            "started from a plan that left every window ending at or before "
+            f"{when(written_through_ms)} to the generation before it, which wrote them: "
+            f"W is {when(written_through_ms)}"
         )
         watermark = written_through_ms
     t_min = earliest_open_event_ms(watermark, window)
@@ -181,9 +182,9 @@ def plan_restart(
 
     if feeding is None:
         why = (
-            f"no committed batch can feed a window ending after W={when(watermark)}: none "
-            f"of batches 0-{last} holds an event at or after {when(t_min)}; restarting at "
-            f"the end of batch {last}, nothing to rebuild"
+            "no committed batch can feed a window ending after "
+            f"W={watermark_text(watermark)}: none of batches 0-{last} holds an event at or "
+            f"after {when(t_min)}; restarting at the end of batch {last}, nothing to rebuild"
         )
         plans = tuple(
             PartitionPlan(key, offset, offset, why, RestartKind.NOTHING_TO_REBUILD)
@@ -371,7 +372,7 @@ def _known_feeds(batch_id: int, record: BatchFacts, t_min: int, watermark: int) 
     return _Feeding(
         batch_id,
         f"batch {batch_id} is the first whose events (max {when(latest)}) can fall in a window "
-        f"ending after W={when(watermark)}",
+        f"ending after W={watermark_text(watermark)}",
     )
 
 
@@ -395,7 +396,7 @@ def _unknown_feeds(
     return _Feeding(
         batch_id,
         f"{why_unknown}, so its events are unknown and may fall in a window ending after "
-        f"W={when(watermark)}{bound}; it is treated as the first batch that can",
+        f"W={watermark_text(watermark)}{bound}; it is treated as the first batch that can",
     )
 
 

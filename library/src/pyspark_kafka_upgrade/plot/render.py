@@ -199,13 +199,11 @@ def _draw_panel(axes: Axes, panel: PartitionPanel, picture: PlanPicture) -> None
             fontsize=8,
             color=INK,
         )
-    if panel.waiting_end_offset is not None and panel.old_end_offset is not None:
-        if panel.waiting_end_offset > panel.old_end_offset:
-            axes.axvspan(
-                panel.old_end_offset, panel.waiting_end_offset, color=LATE, alpha=0.08, lw=0
-            )
+    waiting = (panel.waiting_end_offset or 0) - (panel.old_end_offset or 0)
+    if panel.waiting_end_offset is not None and panel.old_end_offset is not None and waiting > 0:
+        axes.axvspan(panel.old_end_offset, panel.waiting_end_offset, color=LATE, alpha=0.08, lw=0)
         axes.annotate(
-            f"waiting: {panel.late_records or 0} late, dropped",
+            f"{waiting} waiting: {panel.late_records or 0} late, dropped",
             (panel.waiting_end_offset, low),
             xytext=(-4, 18),
             textcoords="offset points",

@@ -13,6 +13,8 @@ from typing import Any, TextIO
 from pyspark_kafka_upgrade.spark.progress_events import JsonProgressListener
 from pyspark_kafka_upgrade.values.offsets import flatten, offsets_from_json_object
 
+UNSET_WATERMARK = "1970-01-01T00:00:00Z"
+
 
 def progress_line(progress: Mapping[str, Any], *, malformed: int | None) -> str:
     """The console line of one progress event (``query.lastProgress`` form)."""
@@ -25,7 +27,9 @@ def progress_line(progress: Mapping[str, Any], *, malformed: int | None) -> str:
         parts.append(f"malformed {malformed:,}")
     watermark = (progress.get("eventTime") or {}).get("watermark")
     if watermark:
-        parts.append(f"watermark {str(watermark).replace('.000Z', 'Z')}")
+        shown = str(watermark).replace(".000Z", "Z")
+        # Spark reports 0 until a batch with events moves it: not a time the pipeline saw.
+        parts.append(f"watermark {'not yet set' if shown == UNSET_WATERMARK else shown}")
     lag = records_behind(progress.get("sources") or [])
     if lag is not None:
         parts.append(f"lag {lag:,}")
