@@ -14,7 +14,9 @@ It plays the whole procedure a team follows when a change needs a new checkpoint
      of every event: no event lost, no window written twice;
   7. `verify` proves the same from the pipeline's own records: it reads the range back from
      Kafka, recomputes every window and compares it with what each generation wrote;
-  8. on the side, the same events go through a naive restart (a new checkpoint starting at
+  8. `upgrade rollback` refuses now: generation 2 has committed, so a problem found now is
+     fixed forward;
+  9. on the side, the same events go through a naive restart (a new checkpoint starting at
      the last batch's end offsets), and the demo prints what it lost, window by window,
      next to the upgrade's 0 lost and 0 written twice.
 
@@ -208,7 +210,15 @@ def demo(work: Path, bootstrap: str, connector: str) -> int:
     ok = checked if "OK: nothing lost" in verified else 1
 
     heading(
-        "8. What a naive restart would have lost",
+        "8. Too late to roll back",
+        "`upgrade rollback` returns to generation 1 only while generation 2 has committed "
+        "nothing (deploy version 1 again first). Generation 2 has committed, so it refuses and "
+        "changes nothing: a problem found now is fixed forward, with a new upgrade.",
+    )
+    cli(version_2, "upgrade", "rollback", expect=3)
+
+    heading(
+        "9. What a naive restart would have lost",
         "The usual advice: start the new version on a new checkpoint at the offsets where the "
         "old one stopped (startingOffsets = the last batch's end offsets). Played on the side, "
         "with the same events, into a directory of its own, after version 1's output:",

@@ -16,11 +16,19 @@ W = PLAN.watermark_ms  # 10:24:00: windows to 10:20 written, 10:20-10:30 open
 T_MIN = W - 4 * MINUTE
 
 
-def batch(number: int, start: int | None, end: int, low: int, high: int) -> BatchFacts:
+def batch(
+    number: int,
+    start: int | None,
+    end: int,
+    low: int | None,
+    high: int | None,
+    partitions: int = 1,
+) -> BatchFacts:
+    """One batch that read [start, end) of each of ``partitions`` partitions of topic t."""
     return BatchFacts(
         number,
-        None if start is None else {("t", 0): start},
-        {("t", 0): end},
+        None if start is None else {("t", p): start for p in range(partitions)},
+        {("t", p): end for p in range(partitions)},
         W,
         low,
         high,
@@ -33,6 +41,21 @@ BATCHES = [
     batch(2, 20, 30, T_MIN - 10 * MINUTE, T_MIN - 1),
     batch(3, 30, 40, T_MIN - 1, W + 5 * MINUTE),
 ]
+
+
+def batches_of(partitions: int) -> list[BatchFacts]:
+    """BATCHES, read from every one of ``partitions`` partitions."""
+    return [
+        batch(
+            b.batch_id,
+            None if b.start_offsets is None else b.start_offsets[("t", 0)],
+            b.end_offsets[("t", 0)],
+            b.min_event_time_ms,
+            b.max_event_time_ms,
+            partitions,
+        )
+        for b in BATCHES
+    ]
 
 
 def two_hundred_partitions() -> UpgradePlan:

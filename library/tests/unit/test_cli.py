@@ -548,6 +548,8 @@ def test_every_commands_help_ends_with_an_example() -> None:
         heading = max(text.rfind("\nexample:\n"), text.rfind("\nexamples:\n"))
         assert heading > 0, f"{parser.prog} --help has no example at its end"
         lines = text[heading:].split("\n")[2:]
+        # Nothing but the example's indented lines after its heading: it is the end.
+        assert all(line.startswith("  ") for line in lines), f"{parser.prog}: {lines}"
         commands = [line.strip() for line in lines if line.startswith(f"  {PROG} ")]
         assert commands, f"{parser.prog} --help ends with no command"
         # The example is of this command: `prog upgrade plan --help` shows `upgrade plan`.

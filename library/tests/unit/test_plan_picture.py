@@ -4,6 +4,7 @@ the ledger, whose data holds the plan's restart offsets; and one-line refusals."
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import json
 import xml.etree.ElementTree as ElementTree
 from pathlib import Path
@@ -13,7 +14,9 @@ import pytest
 from PIL import Image
 
 import pyspark_kafka_upgrade.testing.fake_world as fake
-from pyspark_kafka_upgrade.model.plan import UpgradePlan
+from pyspark_kafka_upgrade.model.plan import PartitionRestart, UpgradePlan
+from pyspark_kafka_upgrade.model.replay_filter import ReplayFilter
+from pyspark_kafka_upgrade.model.restart import RestartKind
 from pyspark_kafka_upgrade.picture.layout import plan_picture
 from pyspark_kafka_upgrade.plot.render import (
     PlotFileError,
@@ -21,8 +24,9 @@ from pyspark_kafka_upgrade.plot.render import (
     check_plot_path,
     write_picture,
 )
+from pyspark_kafka_upgrade.upgrade import picture as upgrade_picture
 from support.example import main
-from support.pictures import BATCHES, two_hundred_partitions
+from support.pictures import BATCHES, T_MIN, batches_of, two_hundred_partitions
 from support.plans import sample_plan
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -64,12 +68,47 @@ def test_an_svg_keeps_its_labels_as_text(tmp_path: Path) -> None:
 
 def test_two_hundred_partitions_stay_readable(tmp_path: Path) -> None:
     plan = two_hundred_partitions()
-    (width, height), described = png_facts(
-        write_picture(plan_picture(plan, BATCHES), tmp_path / "many.png")
-    )
+    picture = plan_picture(plan, batches_of(200))
+    (width, height), described = png_facts(write_picture(picture, tmp_path / "many.png"))
     # Three panels and a summary: a page, not a poster of 200 panels.
     assert width <= 2000 and height <= 2000, (width, height)
     assert described["restart_offsets"] == plan.starting_offsets
+    texts = svg_texts(write_picture(picture, tmp_path / "many.svg"))
+    assert any(text.startswith("200 partitions, 197 not drawn") for text in texts), texts
+    for number in (7, 99, 150):
+        assert any(text.startswith(f"t partition {number}: restarts") for text in texts)
+    assert texts.count("batch 3") == 3, "each drawn partition shows its batches"
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"watermark_ms": 0},
+        {"replay_filter": ReplayFilter(event_time_from_ms=T_MIN)},
+        {"partitions": (dataclasses.replace(sample_plan().partitions[0], restart_offset=-2),)},
+        {
+            "partitions": (
+                PartitionRestart("t", 0, None, None, 40, RestartKind.UNSUBSCRIBED, "gone"),
+            )
+        },
+    ],
+    ids=["watermark-not-moved", "window-changed", "restart-earliest", "unsubscribed"],
+)
+def test_unusual_plans_render_with_what_makes_them_unusual(
+    tmp_path: Path, change: dict[str, Any]
+) -> None:
+    plan = dataclasses.replace(sample_plan(), **change)
+    texts = svg_texts(write_picture(plan_picture(plan, BATCHES), tmp_path / "plan.svg"))
+    joined = "\n".join(texts)
+    expected = {
+        "watermark-not-moved": "W = not yet set (batch 3): no window was written",
+        "window-changed": "E 10:20:00: the new windows count events from here",
+        "restart-earliest": "restarts at earliest",
+        "unsubscribed": "not read again",
+    }
+    assert sum(word in joined for word in expected.values()) == 1, joined
+    if plan.watermark_ms == 0:
+        assert "batch 3" in texts, "the batches stay in the picture when W has not moved"
 
 
 @pytest.mark.parametrize("name", ["plan.pdf", "plan", "missing/plan.png"])
@@ -112,6 +151,36 @@ def test_plan_and_show_draw_the_plan_from_the_ledger(
     # The ledger's four batches, drawn from the old generation's records.
     assert {"batch 1", "batch 2", "batch 3"} <= set(texts), texts
     assert any("restart 20" in text for text in texts)
+
+
+def test_a_picture_that_fails_to_draw_costs_a_line_not_the_plan(
+    world: fake.World, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(picture: object, path: Path) -> Path:
+        raise RuntimeError("no fonts")
+
+    monkeypatch.setattr(upgrade_picture, "write_picture", broken)
+    plan_file, picture = world.root / "upgrade.json", world.root / "upgrade.png"
+    assert cli(world, "upgrade", "plan", "--out", str(plan_file), "--plot", str(picture)) == 0
+    out = capsys.readouterr().out
+    assert "No picture: matplotlib failed (RuntimeError: no fonts)" in out
+    assert UpgradePlan.from_json(json.loads(plan_file.read_text())).restart_offsets
+    assert not picture.exists()
+
+
+def test_show_plot_refuses_a_plan_of_another_pipeline(
+    world: fake.World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    plan_file = world.root / "upgrade.json"
+    assert cli(world, "upgrade", "plan", "--out", str(plan_file)) == 0
+    capsys.readouterr()
+    options = [f"--set={option}" for option in world.overrides(fake.VERSION_2)]
+    other = [*options, "--set=pipeline.name=another"]
+    drawing = world.root / "plan.png"
+    assert main(["upgrade", "show", *other, str(plan_file), "--plot", str(drawing)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "is a plan for pipeline" in err, err
+    assert not drawing.exists()
 
 
 def test_a_bad_plot_name_is_refused_before_planning(

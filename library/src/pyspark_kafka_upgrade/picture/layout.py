@@ -108,6 +108,9 @@ class PlanPicture:
     watermark_ms: int  # W
     earliest_open_ms: int  # T_min: events from here on can feed an open window
     late_before_ms: int | None  # records waiting before this event time are dropped whole
+    # The window spec changes: the generations split in event time at E, the new one counts
+    # the events from E on, and the old spec's open windows are not carried over.
+    event_split_ms: int | None
     event_range: tuple[int, int]  # the event-time axis, ms
     panels: tuple[PartitionPanel, ...]
     windows: tuple[WindowBar, ...]
@@ -154,6 +157,7 @@ def plan_picture(
         watermark_ms=plan.watermark_ms,
         earliest_open_ms=t_min,
         late_before_ms=plan.late_before_event_ms,
+        event_split_ms=plan.replay_filter.event_time_from_ms if plan.window_changed else None,
         event_range=(low, high),
         panels=panels,
         windows=windows,
@@ -268,13 +272,18 @@ def _event_range(
     A stray event years away widens it by at most a few windows, so W stays readable."""
     size = plan.window.duration_ms
     reach = 4 * size + plan.window.watermark_delay_ms
-    low = t_min - size
-    high = max(plan.watermark_ms, t_min) + size
-    for box in (box for panel in panels for box in panel.boxes):
+    boxes = [box for panel in panels for box in panel.boxes]
+    latest = max((b.max_event_ms for b in boxes if b.max_event_ms is not None), default=None)
+    # Until a batch with events moves it, W is 0: centre on the events read instead of 1970.
+    moved = plan.watermark_ms > 0 or latest is None
+    centre = plan.watermark_ms if moved else latest or 0
+    low = (t_min if moved else centre) - size
+    high = max(centre, t_min if moved else centre) + size
+    for box in boxes:
         if box.min_event_ms is not None:
-            low = min(low, max(box.min_event_ms, t_min - reach))
+            low = min(low, max(box.min_event_ms, centre - reach))
         if box.max_event_ms is not None:
-            high = max(high, min(box.max_event_ms, plan.watermark_ms + reach))
+            high = max(high, min(box.max_event_ms, centre + reach))
     margin = max(1, (high - low) // 20)
     return low - margin, high + margin
 
@@ -309,14 +318,26 @@ def _lines(plan: UpgradePlan, t_min: int, batches: int) -> tuple[str, ...]:
     )
     replay = plan.records_to_replay
     late = plan.late_records
-    lines = [
+    cut = (
         f"W = {watermark_text(plan.watermark_ms)} (batch {plan.last_committed_batch}): "
         f"windows ending at or before W are written. Open windows hold events from "
-        f"T_min = {when(t_min)} on; {restart}.",
+        f"T_min = {when(t_min)} on; {restart}."
+        if plan.watermark_ms > 0
+        else f"W = not yet set (batch {plan.last_committed_batch}): no window was written, "
+        f"so every event read can feed an open window; {restart}."
+    )
+    lines = [
+        cut,
         f"{describe_window(plan.window)}. Replay filter: {plan.replay_filter.describe()}. "
         f"Records to replay: {'unknown' if replay is None else replay}; late records "
         f"dropped: {'not counted' if late is None else late}.",
     ]
+    if plan.window_changed:
+        lines.append(
+            "The window spec changes: the new generation counts the events from "
+            f"E = {when(plan.replay_filter.event_time_from_ms or 0)} on, in its own windows; "
+            "the old spec's open windows are not written by either."
+        )
     if batches == 0:
         lines.append("The ledger holds no batch of the old generation: offsets only.")
     return tuple(lines)
@@ -324,7 +345,9 @@ def _lines(plan: UpgradePlan, t_min: int, batches: int) -> tuple[str, ...]:
 
 def _summary_text(plan: UpgradePlan, chosen: Sequence[PartitionRestart]) -> str:
     counts = sorted(
-        p.records_to_replay for p in plan.partitions if p.subscribed and p.records_to_replay
+        p.records_to_replay
+        for p in plan.partitions
+        if p.subscribed and p.records_to_replay is not None
     )
     rest = len(plan.partitions) - len(chosen)
     spread = f"median {counts[len(counts) // 2]}, max {counts[-1]}" if counts else "none replays"

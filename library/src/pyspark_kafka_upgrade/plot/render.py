@@ -148,8 +148,10 @@ def _draw_panel(axes: Axes, panel: PartitionPanel, picture: PlanPicture) -> None
     axes.axhline(picture.watermark_ms, color=INK, lw=1.4)
     axes.axhline(picture.earliest_open_ms, color=FEEDS, lw=1, ls="--")
     for box in panel.boxes:
+        valid = box.min_event_ms is not None and box.max_event_ms is not None
+        # A batch of malformed records only has no event time: a short bar on the floor.
         bottom = low if box.min_event_ms is None else max(box.min_event_ms, low)
-        top = high if box.max_event_ms is None else min(box.max_event_ms, high)
+        top = low + (high - low) / 30 if box.max_event_ms is None else min(box.max_event_ms, high)
         axes.add_patch(
             _rectangle(
                 (box.start_offset, bottom),
@@ -159,12 +161,12 @@ def _draw_panel(axes: Axes, panel: PartitionPanel, picture: PlanPicture) -> None
                 alpha=0.55,
                 edgecolor=INK,
                 lw=0.6,
-                ls="-" if box.max_event_ms is not None else ":",
+                ls="-" if valid else ":",
             )
         )
         if len(panel.boxes) <= 12:
             axes.annotate(
-                box.label,
+                box.label if valid else f"{box.label}: no valid event",
                 ((box.start_offset + box.end_offset) / 2, top),
                 xytext=(0, 2),
                 textcoords="offset points",
@@ -191,43 +193,29 @@ def _draw_panel(axes: Axes, panel: PartitionPanel, picture: PlanPicture) -> None
         )
     if panel.old_end_offset is not None:
         axes.axvline(panel.old_end_offset, color=INK, lw=1, ls=":")
-        axes.annotate(
-            f"old end {panel.old_end_offset}",
-            (panel.old_end_offset, low),
-            xytext=(4, 4),
-            textcoords="offset points",
-            fontsize=8,
-            color=INK,
-        )
+        _note(axes, f"old end {panel.old_end_offset}", (panel.old_end_offset, low), (4, 4), INK)
     waiting = (panel.waiting_end_offset or 0) - (panel.old_end_offset or 0)
     if panel.waiting_end_offset is not None and panel.old_end_offset is not None and waiting > 0:
         axes.axvspan(panel.old_end_offset, panel.waiting_end_offset, color=LATE, alpha=0.08, lw=0)
-        axes.annotate(
-            f"{waiting} waiting: {panel.late_records or 0} late, dropped",
-            (panel.waiting_end_offset, low),
-            xytext=(-4, 18),
-            textcoords="offset points",
-            ha="right",
-            fontsize=8,
-            color=LATE,
+        late = "not counted" if panel.late_records is None else f"{panel.late_records} late"
+        _note(axes, f"{waiting} waiting: {late}", (panel.waiting_end_offset, low), (-4, 18), LATE)
+    watermark = "not yet set" if picture.watermark_ms <= 0 else _clock(picture.watermark_ms)
+    _note(axes, f"W {watermark}", (right, picture.watermark_ms), (-4, 2), INK)
+    if picture.event_split_ms is not None:
+        axes.axhline(picture.event_split_ms, color=LATE, lw=1.2, ls="-.")
+        _note(
+            axes,
+            f"E {_clock(picture.event_split_ms)}: the new windows count events from here",
+            (left, picture.event_split_ms),
+            (4, 2),
+            LATE,
         )
-    axes.annotate(
-        f"W {_clock(picture.watermark_ms)}",
-        (right, picture.watermark_ms),
-        xytext=(-4, 2),
-        textcoords="offset points",
-        ha="right",
-        fontsize=8,
-        color=INK,
-    )
-    axes.annotate(
+    _note(
+        axes,
         f"T_min {_clock(picture.earliest_open_ms)}",
         (right, picture.earliest_open_ms),
-        xytext=(-4, -10),
-        textcoords="offset points",
-        ha="right",
-        fontsize=8,
-        color=FEEDS,
+        (-4, -10),
+        FEEDS,
     )
     axes.text(
         0.01,
@@ -251,6 +239,25 @@ def _boundaries(picture: PlanPicture) -> list[int]:
     low, high = picture.event_range
     inside = [edge for edge in edges if low <= edge <= high]
     return inside if 2 <= len(inside) <= 14 else []
+
+
+def _note(
+    axes: Axes,
+    text: str,
+    at: tuple[float, float],
+    shift: tuple[float, float],
+    colour: str,
+) -> None:
+    """A small label ``shift`` points from ``at``: right-aligned when shifted left."""
+    axes.annotate(
+        text,
+        at,
+        xytext=shift,
+        textcoords="offset points",
+        ha="right" if shift[0] < 0 else "left",
+        fontsize=8,
+        color=colour,
+    )
 
 
 def _offset_range(panel: PartitionPanel) -> tuple[float, float]:
@@ -278,6 +285,7 @@ def _draw_windows(axes: Axes, picture: PlanPicture) -> None:
                 facecolor=WRITTEN if bar.written else OPEN,
                 edgecolor="white",
                 lw=0.8,
+                alpha=1.0 if bar.written or picture.event_split_ms is None else 0.35,
                 hatch="" if bar.written else "..",
             )
         )
@@ -288,7 +296,8 @@ def _draw_windows(axes: Axes, picture: PlanPicture) -> None:
     axes.text(
         0.5,
         0.01,
-        "grey: written\norange: open",
+        "grey: written\norange: open"
+        + ("" if picture.event_split_ms is None else ",\nnot carried over"),
         transform=axes.transAxes,
         ha="center",
         fontsize=7,
@@ -321,7 +330,7 @@ def _time_formatter(span_ms: int) -> Formatter:
 
 
 def _clock(ms: int) -> str:
-    return "not yet set" if ms <= 0 else _at(ms).strftime("%H:%M:%S")
+    return _at(ms).strftime("%H:%M:%S")
 
 
 def _at(ms: float) -> datetime:

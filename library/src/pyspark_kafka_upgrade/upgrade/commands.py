@@ -128,15 +128,14 @@ def plan_command(
         outcome = make_plan(
             settings, store, old, accept_data_loss=accept_data_loss, scan=scan, progress=progress
         )
-        drawn = (
-            "" if plot is None or isinstance(outcome, Advice) else draw_plan(store, outcome, plot)
-        )
-    if isinstance(outcome, Advice):
-        shown = render_advice(outcome)
-        asked = [what for what, path in (("file", out), ("picture", plot)) if path is not None]
-        return shown + (f"\nNothing to plan: no {' or '.join(asked)} written." if asked else "")
-    if out is not None:
-        write_plan_file(out, outcome)
+        if isinstance(outcome, Advice):
+            shown = render_advice(outcome)
+            asked = [what for what, path in (("file", out), ("picture", plot)) if path is not None]
+            return shown + (f"\nNothing to plan: no {' or '.join(asked)} written." if asked else "")
+        if out is not None:
+            # First: the plan cost the scans' downtime, and a picture must not lose it.
+            write_plan_file(out, outcome)
+        drawn = "" if plot is None else draw_plan(store, outcome, plot)
     if as_json:
         return render_json(outcome)
     drawn = f"\n{drawn}" if drawn else ""
@@ -162,6 +161,7 @@ def show_command(
     drawn = ""
     if plot is not None:
         check_plot_path(plot)
+        _refuse_other_pipeline(settings, plan, plan_file)  # its batches are in its own ledger
         session = command_session(settings, purpose="upgrade", given=spark)
         with open_ledger(settings, session) as store:
             drawn = "\n" + draw_plan(store, plan, plot)
@@ -223,12 +223,7 @@ def _apply_reviewed(
 ) -> str:
     """Apply the plan in ``plan_file`` exactly as reviewed, or refuse and say what moved."""
     plan = read_plan_file(plan_file)
-    root = absolute_uri(settings.pipeline.root)
-    if (plan.pipeline, plan.root) != (settings.pipeline.name, root):
-        raise PlanMismatchError(
-            f"{plan_file} is a plan for pipeline {plan.pipeline!r} at {plan.root}; the settings "
-            f"name pipeline {settings.pipeline.name!r} at {root}"
-        )
+    _refuse_other_pipeline(settings, plan, plan_file)
     old = store.generation(plan.pipeline, plan.from_generation)
     if old is None:
         raise StalePlanError(
@@ -262,6 +257,15 @@ def _apply_reviewed(
                 + ". Make a new plan with `upgrade plan --out`"
             )
         return apply_plan(store, plan, after_step=after_step)
+
+
+def _refuse_other_pipeline(settings: Settings, plan: UpgradePlan, plan_file: Path) -> None:
+    root = absolute_uri(settings.pipeline.root)
+    if (plan.pipeline, plan.root) != (settings.pipeline.name, root):
+        raise PlanMismatchError(
+            f"{plan_file} is a plan for pipeline {plan.pipeline!r} at {plan.root}; the settings "
+            f"name pipeline {settings.pipeline.name!r} at {root}"
+        )
 
 
 def _recorded_already(store: OffsetStore, plan: UpgradePlan, plan_file: Path) -> bool:

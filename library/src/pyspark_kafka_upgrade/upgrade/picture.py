@@ -35,7 +35,15 @@ def draw_plan(store: OffsetStore | None, plan: UpgradePlan, path: Path) -> str:
     except PipelineError:
         stored = None  # the boxes of the first batch are left out, nothing else
     picture = plan_picture(plan, batches, None if stored is None else flatten(stored))
-    write_picture(picture, path)
+    try:
+        write_picture(picture, path)
+    except PipelineError as error:
+        return f"No picture: {error}. The plan itself is unaffected."
+    except Exception as error:  # any plotting failure: the plan, written already, stands
+        return (
+            f"No picture: matplotlib failed ({type(error).__name__}: {error}). The plan itself "
+            "is unaffected."
+        )
     drawn = len(picture.panels)
     return (
         f"Picture of the plan written to {path} ({drawn} of {len(plan.partitions)} partitions "
