@@ -67,7 +67,7 @@ def test_a_library_bump_reaches_a_project_as_its_pin_and_wheel(tmp_path: Path) -
     # that cruft records (so do the answers, as _commit).
     assert changed == {"pyproject.toml", "README.md", ".cruft.json", ".cookiecutter.json"}, changed
     # Only the library's pins move: another package pinned at the same version stays.
-    pin = re.compile(rf"(pyspark-kafka-upgrade(?:\[\w+\])?==){re.escape(old)}\b")
+    pin = re.compile(rf"(pyspark-kafka-upgrade(?:\[[\w,]+\])?==){re.escape(old)}\b")
     for name in ("pyproject.toml", "README.md"):
         assert pin.sub(rf"\g<1>{new}", before[name].decode()) == after[name].decode(), name
     answers = [json.loads(files[".cookiecutter.json"])["cookiecutter"] for files in (before, after)]
@@ -75,7 +75,7 @@ def test_a_library_bump_reaches_a_project_as_its_pin_and_wheel(tmp_path: Path) -
     assert set(before) - set(after) == {f"wheels/pyspark_kafka_upgrade-{old}-py3-none-any.whl"}
     assert set(after) - set(before) == {f"wheels/pyspark_kafka_upgrade-{new}-py3-none-any.whl"}
     pins = re.findall(
-        r"pyspark-kafka-upgrade(?:\[\w+\])?==([0-9.]+)", after["pyproject.toml"].decode()
+        r"pyspark-kafka-upgrade(?:\[[\w,]+\])?==([0-9.]+)", after["pyproject.toml"].decode()
     )
     assert pins and set(pins) == {new}
 
