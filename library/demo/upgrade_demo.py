@@ -195,7 +195,7 @@ def demo(work: Path, bootstrap: str, connector: str) -> int:
         "Version 1's rows have no users column: it did not compute one.",
     )
     cli(version_2, "output", "show", "--limit", "12")
-    checked = check(version_2, times)
+    checked, upgrade_rows = check(version_2, times)
 
     heading(
         "7. Verify, as a team would after its own upgrade",
@@ -236,57 +236,47 @@ def demo(work: Path, bootstrap: str, connector: str) -> int:
     print(f"$ grep starting_offsets {naive.name}")
     print(f"starting_offsets = {json.dumps(plan['old_end_offsets'])}")
     run(naive, "--available-now")
-    contrast = compare_naive(version_2, naive, times)
+    contrast = compare_naive(version_2, upgrade_rows, naive, times)
     say(f"\nThe plan's picture: {picture}")
     return ok if contrast == 0 else 1
 
 
-def check(settings: Path, times: Sequence[int]) -> int:
-    """Generation 1 + generation 2 against a count of every event, window by window."""
-    shown = json.loads(cli(settings, "output", "show", "--json", "--limit", "1000000", quiet=True))
-    state = json.loads(cli(settings, "checkpoint", "show", "--json", quiet=True))
-    watermark = int(state["last_committed"]["batch_watermark_ms"])
-    written: Counter[tuple[int, str]] = Counter()
-    by_generation: dict[tuple[int, str], list[int]] = {}
-    for row in shown["rows"]:
-        key = (epoch_ms(row["window_start"]), str(row["article_id"]))
-        written[key] += int(row["views"])
-        by_generation.setdefault(key, []).append(int(row["generation"]))
-    expected: Counter[tuple[int, str]] = Counter()
-    for i, time_ms in enumerate(times):
-        start = time_ms - time_ms % WINDOW_MS
-        if start + WINDOW_MS <= watermark:
-            expected[(start, ARTICLES[i % len(ARTICLES)])] += 1
-    twice = sorted(key for key, generations in by_generation.items() if len(generations) > 1)
+Rows = list[dict[str, object]]
+
+
+def check(settings: Path, times: Sequence[int]) -> tuple[int, Rows]:
+    """Generation 1 + generation 2 against a count of every event, window by window; the
+    exit code, and the rows read, for the contrast with the naive restart."""
+    rows = _rows(settings)
+    watermark = _watermark(settings)
+    expected = _expected(times, watermark)
+    written, twice = _written(rows)
     # The window open at the upgrade ends at 10:40: a generation 2 that never got past it
     # would leave nothing to check.
     reopened_end = BASE_MS + FIRST_EVENTS * EVENT_EVERY_MS
     if watermark < reopened_end:
         print(f"  FAILED: generation 2 stopped at {iso(watermark)}, before {iso(reopened_end)}")
-        return 1
+        return 1, rows
     heading("Check", f"every window ending at or before {iso(watermark)}, counted from the events")
-    print(f"  windows written by generation 1: {_count(by_generation, 1)}")
-    print(f"  windows written by generation 2: {_count(by_generation, 2)}")
+    print(f"  windows written by generation 1: {_count(rows, 1)}")
+    print(f"  windows written by generation 2: {_count(rows, 2)}")
     print(f"  windows written twice:           {len(twice)}")
     print(f"  events counted:                  {sum(written.values())} of {sum(expected.values())}")
     if written == expected and not twice:
         print("  OK: no event lost, no window written twice.")
-        return 0
+        return 0, rows
     missing = sorted((expected - written).items())[:5]
     extra = sorted((written - expected).items())[:5]
     print(f"  FAILED: missing {missing}, extra {extra}, twice {twice[:5]}")
-    return 1
+    return 1, rows
 
 
-def compare_naive(upgraded: Path, naive: Path, times: Sequence[int]) -> int:
+def compare_naive(upgraded: Path, upgrade_rows: Rows, naive: Path, times: Sequence[int]) -> int:
     """Version 1's windows and the naive restart's, against a count of every event; beside
     them, the upgrade's. 0 when the naive restart lost something and the upgrade did not."""
-    upgrade_rows = _rows(upgraded)
     version_1 = [row for row in upgrade_rows if row["generation"] == 1]
     naive_rows = [*version_1, *_rows(naive)]
-    state = json.loads(cli(upgraded, "checkpoint", "show", "--json", quiet=True))
-    watermark = int(state["last_committed"]["batch_watermark_ms"])
-    expected = _expected(times, watermark)
+    expected = _expected(times, _watermark(upgraded))
     naive_written, naive_twice = _written(naive_rows)
     upgrade_written, upgrade_twice = _written(upgrade_rows)
     keys = sorted(set(expected) | set(naive_written))
@@ -315,10 +305,16 @@ def compare_naive(upgraded: Path, naive: Path, times: Sequence[int]) -> int:
     return 0 if naive_lost > 0 and upgrade_lost == 0 and not upgrade_twice else 1
 
 
-def _rows(settings: Path) -> list[dict[str, object]]:
+def _rows(settings: Path) -> Rows:
     shown = cli(settings, "output", "show", "--json", "--limit", "1000000", quiet=True)
-    rows: list[dict[str, object]] = json.loads(shown)["rows"]
+    rows: Rows = json.loads(shown)["rows"]
     return rows
+
+
+def _watermark(settings: Path) -> int:
+    """W of the current generation's last committed batch, from `checkpoint show`."""
+    state = json.loads(cli(settings, "checkpoint", "show", "--json", quiet=True))
+    return int(state["last_committed"]["batch_watermark_ms"])
 
 
 def _expected(times: Sequence[int], watermark: int) -> Counter[tuple[int, str]]:
@@ -349,8 +345,15 @@ def _clock(epoch: int) -> str:
     return datetime.fromtimestamp(epoch / 1000, tz=UTC).strftime("%H:%M")
 
 
-def _count(by_generation: dict[tuple[int, str], list[int]], generation: int) -> int:
-    return sum(1 for generations in by_generation.values() if generation in generations)
+def _count(rows: Rows, generation: int) -> int:
+    """Windows (and keys) ``generation`` wrote."""
+    return len(
+        {
+            (row["window_start"], row["article_id"])
+            for row in rows
+            if row["generation"] == generation
+        }
+    )
 
 
 def write_settings(
