@@ -22,7 +22,11 @@ def test_a_partition_panel_holds_its_batches_from_just_before_the_restart() -> N
     )
     picture = plan_picture(plan, BATCHES, {("t", 0): 0})
     [panel] = picture.panels
-    assert (panel.restart_offset, panel.old_end_offset, panel.records_to_replay) == (30, 40, 10)
+    assert (panel.restart_offset, panel.old_end_offset, panel.restart.records_to_replay) == (
+        30,
+        40,
+        10,
+    )
     # Two written batches before the first one replayed give context; batch 0 is left out.
     assert [(b.first_batch, b.start_offset, b.end_offset) for b in panel.boxes] == [
         (1, 10, 20),

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 
 from pyspark_kafka_upgrade.model.history import BatchFacts
 from pyspark_kafka_upgrade.model.plan import PartitionRestart, UpgradePlan
-from pyspark_kafka_upgrade.model.restart import RestartKind
 from pyspark_kafka_upgrade.values.offsets import PartitionKey, format_offsets, unflatten
 from pyspark_kafka_upgrade.values.windows import earliest_open_event_ms
 from pyspark_kafka_upgrade.values.words import describe_window, watermark_text, when
@@ -53,30 +52,49 @@ class BatchBox:
 
 @dataclass(frozen=True, slots=True)
 class PartitionPanel:
-    """One partition's picture: its batches, where it restarts and what it replays."""
+    """One partition's picture: its restart as the plan has it, and its batches."""
 
-    topic: str
-    partition: int
-    kind: RestartKind
-    reason: str
-    restart_offset: int | None  # None: not read again; negative: a position (-2, -1)
-    old_end_offset: int | None
-    records_to_replay: int | None
-    lost_records: int
-    late_records: int | None  # waiting after the old end, dropped whole; None: not counted
-    waiting_end_offset: int | None  # where the waiting scan stopped: the latest offset then
+    restart: PartitionRestart
     boxes: tuple[BatchBox, ...]
 
     @property
+    def partition(self) -> int:
+        return self.restart.partition
+
+    @property
+    def restart_offset(self) -> int | None:
+        """None: not read again; negative: a position (-2, -1)."""
+        return self.restart.restart_offset
+
+    @property
+    def old_end_offset(self) -> int | None:
+        return self.restart.old_end_offset
+
+    @property
+    def late_records(self) -> int | None:
+        """Waiting after the old end, dropped whole; None: not counted."""
+        waiting = self.restart.waiting_scan
+        return None if waiting is None else waiting.late_records
+
+    @property
+    def waiting_end_offset(self) -> int | None:
+        """Where the waiting scan stopped: the latest offset when the plan was made."""
+        waiting = self.restart.waiting_scan
+        return None if waiting is None else waiting.end_offset
+
+    @property
     def title(self) -> str:
-        restart = (
+        restart = self.restart
+        where = (
             "not read again"
-            if self.restart_offset is None
-            else f"restarts at {_offset(self.restart_offset)}"
+            if restart.restart_offset is None
+            else f"restarts at {_offset(restart.restart_offset)}"
         )
-        end = "" if self.old_end_offset is None else f", old end {self.old_end_offset}"
-        replay = "" if self.records_to_replay is None else f", {self.records_to_replay} to replay"
-        return f"{self.topic} partition {self.partition}: {restart}{end}{replay} ({self.kind})"
+        end = "" if restart.old_end_offset is None else f", old end {restart.old_end_offset}"
+        replay = restart.records_to_replay
+        replayed = "" if replay is None else f", {replay} to replay"
+        name = f"{restart.topic} partition {restart.partition}"
+        return f"{name}: {where}{end}{replayed} ({restart.kind})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,7 +152,9 @@ def plan_picture(
     t_min = earliest_open_event_ms(plan.watermark_ms, plan.window)
     ordered = sorted(batches, key=lambda batch: batch.batch_id)
     chosen = _partitions_that_matter(plan.partitions)
-    panels = tuple(_panel(p, ordered, initial_offsets or {}, t_min) for p in chosen)
+    panels = tuple(
+        PartitionPanel(p, _boxes(p, ordered, initial_offsets or {}, t_min)) for p in chosen
+    )
     low, high = _event_range(plan, t_min, panels)
     windows, lanes = _windows(plan, low, high)
     subscribed = [p for p in plan.partitions if p.subscribed]
@@ -179,28 +199,6 @@ def _partitions_that_matter(partitions: Sequence[PartitionRestart]) -> list[Part
 
     ranked = sorted(partitions, key=weight, reverse=True)[:PANELS_SUMMARISED]
     return sorted(ranked, key=lambda p: p.key)
-
-
-def _panel(
-    restart: PartitionRestart,
-    batches: Sequence[BatchFacts],
-    initial: Mapping[PartitionKey, int],
-    t_min: int,
-) -> PartitionPanel:
-    waiting = restart.waiting_scan
-    return PartitionPanel(
-        topic=restart.topic,
-        partition=restart.partition,
-        kind=restart.kind,
-        reason=restart.reason,
-        restart_offset=restart.restart_offset,
-        old_end_offset=restart.old_end_offset,
-        records_to_replay=restart.records_to_replay,
-        lost_records=restart.lost_records,
-        late_records=None if waiting is None else waiting.late_records,
-        waiting_end_offset=None if waiting is None else waiting.end_offset,
-        boxes=_boxes(restart, batches, initial, t_min),
-    )
 
 
 def _boxes(

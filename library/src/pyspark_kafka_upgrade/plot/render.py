@@ -182,7 +182,7 @@ def _draw_panel(axes: Axes, panel: PartitionPanel, picture: PlanPicture) -> None
             axes.axvspan(panel.restart_offset, end, color=REPLAY, alpha=0.15, hatch="//", lw=0)
         axes.axvline(panel.restart_offset, color=REPLAY, lw=2)
         axes.annotate(
-            f"restart {panel.restart_offset}\nreplay {panel.records_to_replay or 0}",
+            f"restart {panel.restart_offset}\nreplay {panel.restart.records_to_replay or 0}",
             (panel.restart_offset, high),
             xytext=(4, -4),
             textcoords="offset points",
@@ -220,8 +220,12 @@ def _draw_panel(axes: Axes, panel: PartitionPanel, picture: PlanPicture) -> None
     axes.text(
         0.01,
         0.02,
-        textwrap.fill(f"Why: {panel.reason}", 110)
-        + (f"\nLost to retention: {panel.lost_records}" if panel.lost_records else ""),
+        textwrap.fill(f"Why: {panel.restart.reason}", 110)
+        + (
+            f"\nLost to retention: {panel.restart.lost_records}"
+            if panel.restart.lost_records
+            else ""
+        ),
         transform=axes.transAxes,
         fontsize=7.5,
         color=INK,
