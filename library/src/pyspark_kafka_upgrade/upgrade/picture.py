@@ -21,13 +21,10 @@ from pyspark_kafka_upgrade.values.offsets import flatten
 __all__ = ["check_plot_path", "draw_plan"]
 
 
-def draw_plan(store: OffsetStore | None, plan: UpgradePlan, path: Path) -> str:
+def draw_plan(store: OffsetStore, plan: UpgradePlan, path: Path) -> str:
     """Write the picture of ``plan`` to ``path``; the sentence that says where."""
-    batches: tuple[BatchFacts, ...] = ()
-    if store is not None:
-        batches = tuple(
-            map(BatchFacts.from_record, store.batches(plan.pipeline, plan.from_generation))
-        )
+    records = store.batches(plan.pipeline, plan.from_generation)
+    batches = tuple(map(BatchFacts.from_record, records))
     try:
         stored = load_initial_offsets(
             GenerationLayout(plan.root, plan.from_generation).initial_offsets
