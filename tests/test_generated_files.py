@@ -36,6 +36,7 @@ COMMON_FILES = {
     "deploy/main.py",
     "deploy/submit.sh",
     "docs/DEPLOY.md",
+    "docs/KAFKA_SECURITY.md",
     "docs/UPGRADE.md",
     "docs/upgrade-plan.png",
     "pipeline.toml",

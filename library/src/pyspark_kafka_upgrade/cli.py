@@ -745,6 +745,8 @@ def main(project: Project, argv: Sequence[str] | None = None) -> int:
     args = parse_args(project, argv)
     try:
         loaded = configuration.load(project, args.config, args.overrides)
+        for warning in loaded.warnings:
+            print(f"{prog}: warning: {warning}", file=sys.stderr)
         result = args.handler(args, loaded)
         if isinstance(result, Outcome):
             print(result.text)

@@ -64,9 +64,16 @@ class KafkaSettings:
     fail_on_data_loss: bool = True
     # Passed to the Kafka client with a "kafka." prefix (security.protocol, sasl.*, ssl.*).
     options: Mapping[str, str] = field(default_factory=dict)
+    # A SASL PLAIN or SCRAM login: the user, and where its password is read when a command
+    # connects (an environment variable's name or a file's path), so that no secret sits in
+    # a config file or in git. kafka.options' sasl.mechanism says which mechanism.
+    sasl_username: str = ""
+    sasl_password_env: str = ""
+    sasl_password_file: str = ""
 
     def __post_init__(self) -> None:
         _require_text("bootstrap_servers", self.bootstrap_servers)
+        _check_login(self)
         if not self.topics:
             raise InvalidValueError("at least one topic is required", field="topics")
         for topic in self.topics:
@@ -79,6 +86,48 @@ class KafkaSettings:
                 "must be 0 (no limit) or a positive number of records",
                 field="max_offsets_per_trigger",
             )
+
+
+# The mechanisms whose login is a user and a password; kafka.sasl_username builds their JAAS
+# line. Others (GSSAPI, OAUTHBEARER) are configured with kafka.options alone.
+PASSWORD_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+# Client options that hold a password; written into a config file, they draw a warning.
+_PASSWORD_OPTIONS = ("sasl.jaas.config", "sasl.password", "ssl.key.password")
+
+
+def _check_login(kafka: KafkaSettings) -> None:
+    sources = [name for name in ("sasl_password_env", "sasl_password_file") if getattr(kafka, name)]
+    if not kafka.sasl_username:
+        if sources:
+            raise InvalidValueError(
+                f"is required with {sources[0]}: the password is of which user?",
+                field="sasl_username",
+            )
+        return
+    if len(sources) > 1:
+        raise InvalidValueError(
+            "set one of sasl_password_env and sasl_password_file, not both",
+            field="sasl_password_env",
+        )
+    options = {key.removeprefix("kafka."): value for key, value in kafka.options.items()}
+    if "sasl.jaas.config" in options:
+        raise InvalidValueError(
+            "is set, and kafka.options has a sasl.jaas.config too: give the login once",
+            field="sasl_username",
+        )
+    if not sources:
+        raise InvalidValueError(
+            "needs its password from sasl_password_env (an environment variable's name) or "
+            "sasl_password_file (a file's path)",
+            field="sasl_username",
+        )
+    mechanism = options.get("sasl.mechanism", "").strip().upper()
+    if mechanism not in PASSWORD_MECHANISMS:
+        raise InvalidValueError(
+            f"needs kafka.options sasl.mechanism set to one of {', '.join(PASSWORD_MECHANISMS)}"
+            f", got {mechanism or 'none (Java defaults to GSSAPI)'}",
+            field="sasl_username",
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,6 +246,8 @@ class LoadedSettings:
     settings: Settings
     sources: Mapping[str, str]
     config_file: Path | None
+    # One line each, for the CLI to print: accepted, but worth changing.
+    warnings: tuple[str, ...] = ()
 
     def describe(self) -> list[tuple[str, str, str]]:
         """(key, redacted value as JSON, source) for every setting, in declaration order."""
@@ -237,7 +288,30 @@ def load_settings(
     _merge(layer, _read_env(env, project))
     _merge(layer, _read_overrides(overrides))
     settings, sources = _build(layer, project)
-    return LoadedSettings(settings=settings, sources=sources, config_file=chosen_file)
+    return LoadedSettings(
+        settings=settings,
+        sources=sources,
+        config_file=chosen_file,
+        warnings=tuple(_passwords_in_files(layer)),
+    )
+
+
+def _passwords_in_files(layer: Layer) -> Iterator[str]:
+    """A warning per password a file holds: it works, and it ends up in git and backups."""
+    options = layer.get("kafka", {}).get("options")
+    if options is None or not isinstance(options.value, dict):
+        return
+    if options.source.startswith(("env ", "--set")):
+        return
+    for key in sorted(options.value):
+        name = key.removeprefix("kafka.")
+        value = str(options.value[key])
+        if name in _PASSWORD_OPTIONS and (name != "sasl.jaas.config" or "password" in value):
+            yield (
+                f"{options.source} holds a Kafka password in kafka.options {key!r}; it is "
+                "used, but keep secrets out of files: set kafka.sasl_username with "
+                "kafka.sasl_password_env or kafka.sasl_password_file instead"
+            )
 
 
 def _choose_config_file(

@@ -164,3 +164,36 @@ def test_a_password_is_never_echoed() -> None:
     with pytest.raises(SourceOptionError) as caught:
         parse(**{"kafka.sasl.jaas.config": jaas})
     assert "hunter2" not in str(caught.value)
+
+
+def test_a_java_pem_truststore_becomes_librdkafkas_ca_location() -> None:
+    # One set of kafka.* options serves both connectors: Java's names, translated here.
+    options = parse(
+        **{
+            "kafka.ssl.truststore.type": "PEM",
+            "kafka.ssl.truststore.location": "/etc/kafka/ca.pem",
+            "kafka.ssl.endpoint.identification.algorithm": "",
+        }
+    )
+    assert options.client_config == {
+        "bootstrap.servers": "broker:9092",
+        "ssl.ca.location": "/etc/kafka/ca.pem",
+        "ssl.endpoint.identification.algorithm": "none",
+    }
+    inline = parse(
+        **{"kafka.ssl.truststore.type": "pem", "kafka.ssl.truststore.certificates": "-----B"}
+    )
+    assert inline.client_config["ssl.ca.pem"] == "-----B"
+
+
+@pytest.mark.parametrize("kind", [None, "JKS", "PKCS12"])
+def test_a_truststore_librdkafka_cannot_read_is_refused_with_the_way_out(
+    kind: str | None,
+) -> None:
+    options = {"kafka.ssl.truststore.location": "/etc/kafka/truststore.jks"}
+    if kind is not None:
+        options["kafka.ssl.truststore.type"] = kind
+    with pytest.raises(SourceOptionError, match="read PEM only") as caught:
+        parse(**options)
+    assert caught.value.option == "kafka.ssl.truststore.type"
+    assert "keytool -exportcert -rfc" in str(caught.value)

@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from pyspark.sql import DataFrame, SparkSession
 
 from pyspark_kafka_upgrade.errors import ConfigError
+from pyspark_kafka_upgrade.kafka.access import check_access
+from pyspark_kafka_upgrade.kafka.credentials import login_options
 from pyspark_kafka_upgrade.kafka.kafka_metadata import KafkaMetadata
 from pyspark_kafka_upgrade.kafka.options import (
     BOOTSTRAP_SERVERS,
@@ -122,6 +124,7 @@ def kafka_read_options(
                 "set kafka.bootstrap_servers instead"
             )
         options[name] = value
+    options.update(login_options(kafka))
     if initial_offsets_location is not None and kafka.connector == "python":
         options[INITIAL_OFFSETS_LOCATION] = initial_offsets_location
     return options
@@ -132,8 +135,20 @@ def kafka_source_options(kafka: KafkaSettings) -> SourceOptions:
     return parse_options(kafka_read_options(kafka))
 
 
+def check_kafka_access(kafka: KafkaSettings) -> None:
+    """Refuse in one line, within seconds, a login or an ACL that cannot read the topics."""
+    options = kafka_source_options(kafka)
+    check_access(
+        options.client_config,
+        options.topics,
+        f"{options.group_id_prefix}-access-{uuid.uuid4().hex}",
+    )
+
+
 def open_metadata(kafka: KafkaSettings, *, purpose: str) -> KafkaMetadata:
-    """A client for the brokers' partitions and offsets, as the connectors would connect."""
+    """A client for the brokers' partitions and offsets, as the connectors would connect,
+    once :func:`check_kafka_access` found that they can."""
+    check_kafka_access(kafka)
     options = kafka_source_options(kafka)
     return KafkaMetadata(
         options.client_config,

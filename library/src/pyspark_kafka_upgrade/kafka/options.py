@@ -318,17 +318,46 @@ def _boolean(options: Mapping[str, str], name: str, *, default: bool) -> bool:
 
 def _client_config(options: Mapping[str, str]) -> dict[str, str]:
     config: dict[str, str] = {}
-    for key, value in sorted(options.items()):
-        if not key.startswith(KAFKA_PREFIX):
-            continue
-        setting = key.removeprefix(KAFKA_PREFIX)
+    client = {
+        key.removeprefix(KAFKA_PREFIX): value
+        for key, value in options.items()
+        if key.startswith(KAFKA_PREFIX)
+    }
+    for setting, value in sorted(client.items()):
+        key = KAFKA_PREFIX + setting
         if setting in _MANAGED_CLIENT_OPTIONS:
             raise SourceOptionError(key, f"is not allowed: {_MANAGED_CLIENT_OPTIONS[setting]}")
         if setting == "sasl.jaas.config":
             config.update(_sasl_credentials(key, value))
+        elif setting in _JAVA_TRUSTSTORE:
+            config.update(_truststore(setting, value, client))
+        elif setting == "ssl.endpoint.identification.algorithm":
+            # Java turns the host name check off with an empty value, librdkafka with "none".
+            config[setting] = value.strip() or "none"
         else:
             config[setting] = value.strip() if setting == "bootstrap.servers" else value
     return config
+
+
+# Java's trust store settings, which librdkafka names differently; it reads PEM only.
+_JAVA_TRUSTSTORE = ("ssl.truststore.type", "ssl.truststore.location", "ssl.truststore.certificates")
+
+
+def _truststore(setting: str, value: str, client: Mapping[str, str]) -> dict[str, str]:
+    kind = client.get("ssl.truststore.type", "").strip().upper()
+    if kind != "PEM":
+        shown = kind or "not set (Java's default is JKS)"
+        raise SourceOptionError(
+            KAFKA_PREFIX + "ssl.truststore.type",
+            f"is {shown}, but the pykafka source and the upgrade's scans (librdkafka) read "
+            "PEM only: set it to PEM and point ssl.truststore.location at the CA's PEM file "
+            "(keytool -exportcert -rfc writes one from a JKS or PKCS12 store)",
+        )
+    if setting == "ssl.truststore.location":
+        return {"ssl.ca.location": value.strip()}
+    if setting == "ssl.truststore.certificates":
+        return {"ssl.ca.pem": value}
+    return {}
 
 
 def _sasl_credentials(option: str, jaas: str) -> dict[str, str]:

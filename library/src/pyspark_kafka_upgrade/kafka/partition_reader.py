@@ -142,6 +142,10 @@ class _RangeReader:
                 self._check_still_there()
         elif code in _OUT_OF_RANGE:
             self._check_still_there()
+        elif code == KafkaError.GROUP_AUTHORIZATION_FAILED:
+            # librdkafka looks for the group's coordinator whenever a group.id is set, even
+            # for assigned partitions; this reader never commits, so it needs no group ACL.
+            return
         elif error.fatal() or not error.retriable():
             raise KafkaBrokerError(f"{self._where()}: reading failed: {error.str()}")
 

@@ -22,6 +22,7 @@ from pyspark.sql import SparkSession
 from pyspark_kafka_upgrade.checkpoint.reader import last_committed_batch
 from pyspark_kafka_upgrade.generation.generations import current_generation, current_of
 from pyspark_kafka_upgrade.generation.signature import derive_signature
+from pyspark_kafka_upgrade.kafka.connector import check_kafka_access
 from pyspark_kafka_upgrade.ledger.opening import open_store
 from pyspark_kafka_upgrade.model.ledger import GenerationRecord
 from pyspark_kafka_upgrade.model.store import OffsetStore
@@ -91,9 +92,12 @@ def run_pipeline(request: RunRequest, spark: SparkSession | None = None) -> RunS
     settings = request.settings
     if spark is not None:
         check_storage_reaches(settings, _master_of(spark))
+        check_kafka_access(settings.kafka)
         return _run_on(request, spark)
     if request.master is not None:
         check_storage_reaches(settings, request.master)  # before Spark reaches the cluster
+    # Before Spark: a login Kafka refuses would otherwise retry inside the query for minutes.
+    check_kafka_access(settings.kafka)
     # The session this run starts, it also stops: stopping drains Spark's listener bus
     # while this process can still answer it, so no progress event is cut off.
     session = build_spark_session(

@@ -57,7 +57,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, Protocol
 
 from confluent_kafka import (
     TIMESTAMP_CREATE_TIME,
@@ -470,6 +470,68 @@ def _java_executable(env: Mapping[str, str]) -> str:
 
 @contextmanager
 def _apache_backend(env: Mapping[str, str], progress: Progress) -> Iterator[KafkaBackend]:
+    with apache_broker(env, progress) as broker:
+        yield KafkaBackend(
+            "apache",
+            broker.bootstrap_servers,
+            f"Apache Kafka {broker.version} (KRaft) at {broker.bootstrap_servers}, pid "
+            f"{broker.pid}, log {broker.log_file}",
+            pid=broker.pid,
+            exit_report=broker.exit_report,
+        )
+
+
+@dataclass(frozen=True)
+class Listeners:
+    """Where a broker listens, and how a client of the test's own reaches it."""
+
+    bootstrap_servers: str
+    # server.properties lines: listeners, their protocols, and what they need (TLS, SASL).
+    properties: Mapping[str, str]
+    # librdkafka settings (besides bootstrap.servers) of a client allowed everything; the
+    # readiness check and the test helpers connect with them.
+    admin_client: Mapping[str, str] = field(default_factory=dict)
+
+
+class ListenerLayout(Protocol):
+    """The listeners of a broker, given free ports; the controller's port is the last."""
+
+    ports: int
+
+    def listeners(self, ports: Sequence[int]) -> Listeners: ...
+
+
+class PlaintextListeners:
+    """One PLAINTEXT listener for clients and one for the KRaft controller."""
+
+    ports = 2
+
+    def listeners(self, ports: Sequence[int]) -> Listeners:
+        broker_port, controller_port = ports
+        return Listeners(
+            f"127.0.0.1:{broker_port}",
+            {
+                "listeners": (
+                    f"PLAINTEXT://127.0.0.1:{broker_port},CONTROLLER://127.0.0.1:{controller_port}"
+                ),
+                "advertised.listeners": f"PLAINTEXT://127.0.0.1:{broker_port}",
+                "inter.broker.listener.name": "PLAINTEXT",
+                "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            },
+        )
+
+
+@contextmanager
+def apache_broker(
+    env: Mapping[str, str],
+    progress: Progress,
+    layout: ListenerLayout | None = None,
+) -> Iterator[ApacheBroker]:
+    """A running Apache Kafka broker with ``layout``'s listeners, stopped and removed on exit.
+
+    Raises:
+        KafkaBackendError: Java or the jars cannot be had, or the broker did not start.
+    """
     try:
         java, jars, version = _apache_runtime(env, progress)
     except _ApacheUnavailableError as exc:
@@ -478,17 +540,10 @@ def _apache_backend(env: Mapping[str, str], progress: Progress) -> Iterator[Kafk
     # leftovers from an earlier run would carry its topics and offsets into this one.
     work_dir = Path(tempfile.mkdtemp(prefix="kafka-test-apache-"))
     try:
-        broker = _ApacheBroker(java, jars, version, work_dir)
+        broker = ApacheBroker(java, jars, version, work_dir, layout or PlaintextListeners())
         try:
             broker.start()
-            yield KafkaBackend(
-                "apache",
-                broker.bootstrap_servers,
-                f"Apache Kafka {version} (KRaft) at {broker.bootstrap_servers}, pid "
-                f"{broker.pid}, log {broker.log_file}",
-                pid=broker.pid,
-                exit_report=broker.exit_report,
-            )
+            yield broker
         finally:
             broker.stop()
     finally:
@@ -499,15 +554,24 @@ class _PortTakenError(Exception):
     """The JVM could not bind a port picked for it: try again with new ones."""
 
 
-class _ApacheBroker:
+class ApacheBroker:
     """One JVM that is a KRaft controller and a broker, listening on 127.0.0.1 only.
 
     Its log4j2 logs go to ``broker.log`` and its stdout and stderr (JVM errors, crashes) to
     ``jvm-output.log``, both in ``work_dir``; failures quote their last lines.
     """
 
-    def __init__(self, java: str, jars: Sequence[Path], version: str, work_dir: Path) -> None:
+    def __init__(
+        self,
+        java: str,
+        jars: Sequence[Path],
+        version: str,
+        work_dir: Path,
+        layout: ListenerLayout,
+    ) -> None:
         self.version = version
+        self.work_dir = work_dir
+        self._layout = layout
         self.log_file = work_dir / "broker.log"
         self._java = java
         self._classpath = os.pathsep.join(str(jar) for jar in jars)
@@ -520,6 +584,7 @@ class _ApacheBroker:
         self._output: IO[bytes] | None = None
         self._process: subprocess.Popen[bytes] | None = None
         self.bootstrap_servers = ""
+        self.admin_client: Mapping[str, str] = {}
         self.pid: int | None = None
 
     # ---- starting --------------------------------------------------------------------------
@@ -527,7 +592,7 @@ class _ApacheBroker:
     def start(self) -> None:
         """Format the log dir, start the JVM and wait until it serves metadata."""
         self._write_log4j_config()
-        self._write_properties(*_free_ports(2))
+        self._write_properties(_free_ports(self._layout.ports))
         self._format()
         for attempt in range(1, _KAFKA_START_ATTEMPTS + 1):
             try:
@@ -542,7 +607,7 @@ class _ApacheBroker:
                         )
                     ) from None
                 # The log dir stays formatted: only the listeners change.
-                self._write_properties(*_free_ports(2))
+                self._write_properties(_free_ports(self._layout.ports))
 
     def _java_command(self, main_class: str, *arguments: str) -> list[str]:
         return [
@@ -580,21 +645,18 @@ class _ApacheBroker:
             encoding="utf-8",
         )
 
-    def _write_properties(self, broker_port: int, controller_port: int) -> None:
+    def _write_properties(self, ports: Sequence[int]) -> None:
         # KRaft with a static voter list, so formatting needs no --standalone. The controller
         # port must be a real one: the voter list names it.
-        self.bootstrap_servers = f"127.0.0.1:{broker_port}"
+        listeners = self._layout.listeners(ports)
+        self.bootstrap_servers = listeners.bootstrap_servers
+        self.admin_client = listeners.admin_client
         settings = {
             "process.roles": "broker,controller",
             "node.id": "1",
-            "controller.quorum.voters": f"1@127.0.0.1:{controller_port}",
-            "listeners": (
-                f"PLAINTEXT://127.0.0.1:{broker_port},CONTROLLER://127.0.0.1:{controller_port}"
-            ),
-            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{broker_port}",
+            "controller.quorum.voters": f"1@127.0.0.1:{ports[-1]}",
             "controller.listener.names": "CONTROLLER",
-            "inter.broker.listener.name": "PLAINTEXT",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            **listeners.properties,
             "log.dirs": str(self._work_dir / "data"),
             # One node: every internal topic has a single replica.
             "offsets.topic.replication.factor": "1",
@@ -686,7 +748,7 @@ class _ApacheBroker:
         # Should the interpreter exit without leaving the context (e.g. os._exit is the only
         # thing that skips this), the broker still goes.
         atexit.register(self._kill)
-        admin = _admin(self.bootstrap_servers)
+        admin = _admin(self.bootstrap_servers, self.admin_client)
         process = self._process
 
         def serving_metadata() -> bool:
@@ -1070,13 +1132,20 @@ def _wait_for_broker(backend: KafkaBackend) -> None:
 # --------------------------------------------------------------------------------------------
 
 
-def _client_config(bootstrap: str) -> dict[str, Any]:
-    return {"bootstrap.servers": bootstrap, "logger": _LIBRDKAFKA_LOGGER}
+# The helpers below take ``client``: librdkafka settings besides bootstrap.servers, such as a
+# secured broker's admin login (SecuredKafka.admin_client); none for a plaintext broker.
+Client = Mapping[str, str] | None
 
 
-def _admin(bootstrap: str) -> AdminClient:
+def _client_config(bootstrap: str, client: Client = None) -> dict[str, Any]:
+    return {**(client or {}), "bootstrap.servers": bootstrap, "logger": _LIBRDKAFKA_LOGGER}
+
+
+def _admin(bootstrap: str, client: Client = None) -> AdminClient:
     # AdminClient's typed config only admits scalars; the logger goes in as a keyword.
-    return AdminClient({"bootstrap.servers": bootstrap}, logger=_LIBRDKAFKA_LOGGER)
+    return AdminClient(
+        {**(client or {}), "bootstrap.servers": bootstrap}, logger=_LIBRDKAFKA_LOGGER
+    )
 
 
 _TOPIC_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -1097,6 +1166,7 @@ def create_topic(
     config: Mapping[str, str] | None = None,
     replication_factor: int = 1,
     timeout: float = 30.0,
+    client: Client = None,
 ) -> None:
     """Create a topic and wait until its metadata shows every partition with a leader.
 
@@ -1114,7 +1184,7 @@ def create_topic(
         )
     topic_config["retention.ms"] = "-1"
 
-    admin = _admin(bootstrap)
+    admin = _admin(bootstrap, client)
     futures = admin.create_topics(
         [
             NewTopic(
@@ -1148,9 +1218,11 @@ def create_topic(
     )
 
 
-def topic_config(bootstrap: str, name: str, *, timeout: float = 30.0) -> dict[str, str]:
+def topic_config(
+    bootstrap: str, name: str, *, timeout: float = 30.0, client: Client = None
+) -> dict[str, str]:
     """The topic's effective configuration as the broker reports it (DescribeConfigs)."""
-    admin = _admin(bootstrap)
+    admin = _admin(bootstrap, client)
     futures = admin.describe_configs([ConfigResource("topic", name)], request_timeout=timeout)
     entries: dict[str, Any] = next(iter(futures.values())).result(timeout=timeout)
     return {key: entry.value for key, entry in entries.items() if entry.value is not None}
@@ -1162,13 +1234,14 @@ def produce(
     records: Iterable[Record],
     *,
     timeout: float = 30.0,
+    client: Client = None,
 ) -> None:
     """Produce ``records`` with their explicit partitions and CreateTimes, and flush.
 
     Raises:
         KafkaBackendError: any record was not acknowledged by the broker.
     """
-    producer = Producer(_client_config(bootstrap))
+    producer = Producer(_client_config(bootstrap, client))
     failures: list[str] = []
     delivered = 0
 
@@ -1214,6 +1287,7 @@ def consume_all(
     topic: str,
     expected_count: int,
     timeout: float = 30.0,
+    client: Client = None,
 ) -> list[ConsumedRecord]:
     """Read ``topic`` from offset 0 of every partition until ``expected_count`` records arrive.
 
@@ -1225,7 +1299,7 @@ def consume_all(
     """
     consumer = Consumer(
         {
-            **_client_config(bootstrap),
+            **_client_config(bootstrap, client),
             # Required by the client even with manual assignment; unique so that nothing
             # ever shares or inherits committed offsets.
             "group.id": f"test-reader-{uuid.uuid4().hex}",

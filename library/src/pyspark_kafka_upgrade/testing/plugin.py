@@ -5,8 +5,11 @@ Loaded by the ``pytest11`` entry point wherever the library is installed. It giv
 - ``kafka_backend``: a running broker for the session, started only if a test asks for it.
   ``KAFKA_BACKEND=auto|external|testcontainers|apache|noida`` picks which (see
   ``kafka_backends``); a broker that dies fails the tests that use it, with its log.
+- ``secured_kafka``: Apache Kafka on SASL_SSL with users, a throwaway CA and ACLs
+  (``secured_kafka``), started only if a test asks for it.
 - ``spark``: one local SparkSession for the session, with the connector under test
-  (``KAFKA_CONNECTOR=python|builtin``, else the project's own setting).
+  (``KAFKA_CONNECTOR=python|builtin``, else the project's own setting), and its event log
+  in ``spark_event_log``.
 - ``project``: the project under test, named by the ini option ``pyspark_kafka_upgrade_project``
   (``"package.pipeline:PROJECT"``), which a project must set: with no default, a project
   cannot test the library's reference pipeline by mistake.
@@ -18,9 +21,11 @@ from __future__ import annotations
 
 import importlib
 import os
+import sys
 from collections.abc import Generator, Iterator, Sequence
 from contextlib import ExitStack
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pyspark
 import pytest
@@ -38,6 +43,9 @@ from pyspark_kafka_upgrade.testing.kafka_backends import (
 )
 from pyspark_kafka_upgrade.testing.spark import build_test_spark_session, connector_under_test
 from pyspark_kafka_upgrade.values.project import Project
+
+if TYPE_CHECKING:
+    from pyspark_kafka_upgrade.testing.secured_kafka import SecuredKafka
 
 PROJECT_OPTION = "pyspark_kafka_upgrade_project"
 _PROJECT = pytest.StashKey[Project]()
@@ -217,9 +225,38 @@ def pytest_runtest_makereport(
 
 
 @pytest.fixture(scope="session")
-def spark(pytestconfig: pytest.Config) -> Iterator[SparkSession]:
+def spark_event_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The directory of the session's Spark event log (what a history server shows)."""
+    return tmp_path_factory.mktemp("spark-events")
+
+
+@pytest.fixture(scope="session")
+def spark(pytestconfig: pytest.Config, spark_event_log: Path) -> Iterator[SparkSession]:
     """One SparkSession for the whole run, started only if some test asks for it."""
     connector = connector_under_test(project_under_test(pytestconfig))
-    session = build_test_spark_session("tests", connector)
+    session = build_test_spark_session("tests", connector, event_log_dir=spark_event_log)
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def secured_kafka() -> Iterator[SecuredKafka]:
+    """Apache Kafka on SASL_SSL with SCRAM and PLAIN logins, a throwaway CA and ACLs,
+    started only if some test asks for it (whatever ``KAFKA_BACKEND`` says: it needs Java
+    and Kafka's jars, as the ``apache`` backend does)."""
+    # Imported here: certificates need the cryptography package, which only this needs.
+    from pyspark_kafka_upgrade.testing.secured_kafka import start_secured_kafka
+
+    with ExitStack() as stack:
+        failure = None
+        try:
+            broker = stack.enter_context(start_secured_kafka(os.environ, _say))
+        except KafkaBackendError as exc:
+            failure = str(exc)
+        if failure is not None:
+            pytest.fail(failure, pytrace=False)
+        yield broker
+
+
+def _say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 
 import pyspark
 import pytest
@@ -44,7 +45,9 @@ def connector_under_test(project: Project) -> str:
     return chosen
 
 
-def build_test_spark_session(app_name: str, connector: str) -> SparkSession:
+def build_test_spark_session(
+    app_name: str, connector: str, event_log_dir: Path | None = None
+) -> SparkSession:
     """Start (or reuse) a local[1] session that needs no network beyond 127.0.0.1.
 
     Python workers (executors and the planners of Python data sources) run this interpreter
@@ -65,6 +68,14 @@ def build_test_spark_session(app_name: str, connector: str) -> SparkSession:
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.pyspark.python", sys.executable)
     )
+    if event_log_dir is not None:
+        # What Spark's history server would show, for tests that look through it.
+        # Uncompressed (Spark 4 writes zstd by default), so that tests can search it.
+        builder = (
+            builder.config("spark.eventLog.enabled", "true")
+            .config("spark.eventLog.dir", event_log_dir.as_uri())
+            .config("spark.eventLog.compress", "false")
+        )
     if connector == "builtin":
         # Jars load only with a process's first SparkContext: the one session of the run
         # must have them for any test to read with the built-in connector.

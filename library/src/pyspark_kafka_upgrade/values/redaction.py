@@ -18,6 +18,9 @@ _KEYWORD_PASSWORD = re.compile(r"(?P<head>\b(?:ssl)?password\s*=\s*)('[^']*'|\S+
 
 def is_secret_key(key: str) -> bool:
     lowered = key.lower()
+    # kafka.sasl_password_env and _file say where a secret is, not what it is.
+    if lowered.endswith(("_env", "_file")):
+        return False
     return any(word in lowered for word in _SECRET_KEY_WORDS)
 
 
