@@ -23,12 +23,14 @@ from pyspark.sql import SparkSession
 
 import pyspark_kafka_upgrade.testing.kafka_backends as kafka
 import support.pipelines as pipelines
+import support.plans as plans
 from pyspark_kafka_upgrade.example.pipeline import PROJECT
 from pyspark_kafka_upgrade.ledger.opening import open_store
 from pyspark_kafka_upgrade.run.command import RunRequest, run_pipeline
 from pyspark_kafka_upgrade.settings import Settings, load_settings
 from pyspark_kafka_upgrade.testing.secret_search import assert_no_secret
 from pyspark_kafka_upgrade.testing.secured_kafka import Login, SecuredKafka
+from pyspark_kafka_upgrade.upgrade.plan_file import read_plan_file
 from pyspark_kafka_upgrade.values.layout import GenerationLayout
 from support.example import main
 
@@ -144,6 +146,10 @@ def test_the_pipeline_and_its_upgrade_run_on_sasl_ssl_and_no_password_is_left_an
     run_pipeline(RunRequest(settings=version_1, available_now=True, echo=printed.append), spark)
     plan_file = tmp_path / "plan.json"
     command("upgrade plan", ["upgrade", "plan", "--out", str(plan_file)])
+    # The plan's scans logged in too: they found the open windows' records to replay.
+    plan = read_plan_file(plan_file)
+    assert plans.restart_offsets(plan, topic) == {"0": 15, "1": 15}
+    assert plan.records_to_replay == 10
     command("upgrade apply", ["upgrade", "apply", str(plan_file)])
     kafka.produce(bootstrap, topic, events[40:], client=admin)
     run_pipeline(RunRequest(settings=version_2, available_now=True, echo=printed.append), spark)
