@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from pyspark_kafka_upgrade import cli
 from pyspark_kafka_upgrade.errors import ConfigError
 from pyspark_kafka_upgrade.example.pipeline import PROJECT
 from pyspark_kafka_upgrade.kafka.connector import kafka_read_options, kafka_source_options
@@ -155,3 +156,22 @@ def test_a_password_in_the_config_file_is_used_with_one_warning(tmp_path: Path) 
 def test_the_same_password_set_on_the_command_line_draws_no_warning() -> None:
     loaded = load_settings(PROJECT, env={}, overrides=["kafka.options.sasl.password=from-a-flag"])
     assert loaded.warnings == ()
+
+
+def test_every_command_prints_the_warning_once_and_shows_no_password(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "pipeline.toml").write_text(
+        '[kafka.options]\n"sasl.mechanism" = "PLAIN"\n"sasl.jaas.config" = '
+        '"org.apache.kafka.common.security.plain.PlainLoginModule required '
+        'username=\\"svc\\" password=\\"hunter2-sentinel\\";"\n'
+    )
+    assert cli.main(PROJECT, ["config", "show"]) == 0
+    out, err = capsys.readouterr()
+    assert err.splitlines() == [
+        f"{PROJECT.command}: warning: pipeline.toml holds a Kafka password in kafka.options "
+        "'sasl.jaas.config'; it is used, but keep secrets out of files: set "
+        "kafka.sasl_username with kafka.sasl_password_env or kafka.sasl_password_file instead"
+    ]
+    assert "hunter2-sentinel" not in out + err
+    assert '"sasl.jaas.config": "***"' in out

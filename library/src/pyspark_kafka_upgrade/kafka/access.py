@@ -71,7 +71,9 @@ def check_access(
 ) -> None:
     """Connect with ``client_config`` and check that ``topics`` may be described and read.
 
-    A topic that does not exist passes: the connectors wait for it, as Spark's does.
+    A topic that does not exist passes where the user may describe topics (the connectors
+    wait for it, as Spark's does); without Describe, Kafka answers as if it did not exist
+    and the refusal says both.
 
     Raises:
         KafkaAccessError: the first cause found, in one line.
