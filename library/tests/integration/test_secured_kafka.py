@@ -14,7 +14,6 @@ import json
 import logging
 import secrets
 import time
-from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,12 +21,13 @@ import pytest
 from pyspark.sql import SparkSession
 
 import pyspark_kafka_upgrade.testing.kafka_backends as kafka
+import pyspark_kafka_upgrade.testing.oracle as oracle
 import support.pipelines as pipelines
 import support.plans as plans
 from pyspark_kafka_upgrade.example.pipeline import PROJECT
 from pyspark_kafka_upgrade.ledger.opening import open_store
 from pyspark_kafka_upgrade.run.command import RunRequest, run_pipeline
-from pyspark_kafka_upgrade.settings import Settings, load_settings
+from pyspark_kafka_upgrade.settings import load_settings
 from pyspark_kafka_upgrade.testing.secret_search import assert_no_secret
 from pyspark_kafka_upgrade.testing.secured_kafka import Login, SecuredKafka
 from pyspark_kafka_upgrade.upgrade.plan_file import read_plan_file
@@ -36,7 +36,7 @@ from support.example import main
 
 pytestmark = pytest.mark.integration
 
-WINDOW_MS = 10 * pipelines.MINUTE_MS
+GRID = oracle.Grid(size_ms=10 * pipelines.MINUTE_MS)
 DELAY_MS = 5 * pipelines.MINUTE_MS
 ARTICLES = ["a1", "a2"]
 VERSION_2 = 'aggregation.metrics={"views": "count(*)", "users": "approx_count_distinct(user_id)"}'
@@ -86,26 +86,6 @@ def login_for(
     return Pipeline(login, options)
 
 
-def counts(spark: SparkSession, settings: Settings, generation: int) -> Counter[tuple[int, str]]:
-    found: Counter[tuple[int, str]] = Counter()
-    rows = spark.read.parquet(GenerationLayout(settings.pipeline.root, generation).output)
-    for row in rows.collect():
-        key = (round(row.window_start.timestamp() * 1000), row.article_id)
-        assert key not in found, f"window {key} written twice within generation {generation}"
-        found[key] = row.views
-    return found
-
-
-def uninterrupted(times: list[int], watermark_ms: int) -> Counter[tuple[int, str]]:
-    """The oracle: what one run over every event writes by ``watermark_ms``."""
-    expected: Counter[tuple[int, str]] = Counter()
-    for i, event_ms in enumerate(times):
-        start = event_ms - event_ms % WINDOW_MS
-        if start + WINDOW_MS <= watermark_ms:
-            expected[(start, ARTICLES[i % 2])] += 1
-    return expected
-
-
 @pytest.mark.parametrize("connector", ["builtin", "python"])
 def test_the_pipeline_and_its_upgrade_run_on_sasl_ssl_and_no_password_is_left_anywhere(
     connector: str,
@@ -126,7 +106,8 @@ def test_the_pipeline_and_its_upgrade_run_on_sasl_ssl_and_no_password_is_left_an
     pipeline = login_for(connector, secured_kafka, topic, tmp_path, monkeypatch)
     times = [pipelines.BASE_MS + i * pipelines.MINUTE_MS for i in range(60)]
     events = pipelines.page_views(ARTICLES, times, partitions=2)
-    kafka.produce(bootstrap, topic, events[:40], client=admin)
+    log = oracle.EventLog(bootstrap, client=admin)
+    log.produce(topic, events[:40])
     base = pipelines.pipeline_overrides(tmp_path, bootstrap, topic, *pipeline.options)
     version_1 = load_settings(PROJECT, env={}, overrides=base).settings
     version_2 = load_settings(PROJECT, env={}, overrides=[*base, VERSION_2]).settings
@@ -151,7 +132,7 @@ def test_the_pipeline_and_its_upgrade_run_on_sasl_ssl_and_no_password_is_left_an
     assert plans.restart_offsets(plan, topic) == {"0": 15, "1": 15}
     assert plan.records_to_replay == 10
     command("upgrade apply", ["upgrade", "apply", str(plan_file)])
-    kafka.produce(bootstrap, topic, events[40:], client=admin)
+    log.produce(topic, events[40:])
     run_pipeline(RunRequest(settings=version_2, available_now=True, echo=printed.append), spark)
     config = command("config show", ["config", "show"])
     checkpoint = command("checkpoint show", ["checkpoint", "show", "--json"])
@@ -167,9 +148,18 @@ def test_the_pipeline_and_its_upgrade_run_on_sasl_ssl_and_no_password_is_left_an
             + [generation.to_json() for generation in store.generations(version_1.pipeline.name)]
         )
     assert last is not None and last.batch_watermark_ms == times[-1] - DELAY_MS
-    old, new = counts(spark, version_1, 1), counts(spark, version_1, 2)
-    assert not set(old) & set(new), "a window was written by both generations"
-    assert old + new == uninterrupted(times, last.batch_watermark_ms)
+    root = version_1.pipeline.root
+    expected = oracle.expected_counts(
+        log.events,
+        GRID,
+        written_through_ms=oracle.final_watermark_ms(GenerationLayout(root, 2).checkpoint),
+    )
+    written = {
+        f"generation {n}": oracle.written_rows(spark, GenerationLayout(root, n).output)
+        for n in (1, 2)
+    }
+    assert sum(expected.values()) >= 50, "the oracle expects almost nothing"
+    oracle.Comparison(expected, written, log.events, GRID).check()
     assert pipeline.login.user in config and "kafka.sasl_password_env" in config
     assert json.loads(checkpoint)["last_committed"] is not None
 

@@ -72,13 +72,15 @@ class EventLog:
     so every topic a test uses must be new (``kafka.unique_topic``) and written only here.
     """
 
-    def __init__(self, bootstrap: str) -> None:
+    def __init__(self, bootstrap: str, client: kafka.Client = None) -> None:
         self.bootstrap = bootstrap
+        # A secured broker's login for producing (SecuredKafka.admin_client).
+        self.client = client
         self.events: list[Event] = []
         self._next: Counter[tuple[str, int]] = Counter()
 
     def produce(self, topic: str, records: Sequence[kafka.Record]) -> list[Event]:
-        kafka.produce(self.bootstrap, topic, list(records))
+        kafka.produce(self.bootstrap, topic, list(records), client=self.client)
         made = []
         for record in records:
             value = json.loads(record.value or b"{}")
