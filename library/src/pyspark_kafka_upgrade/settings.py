@@ -87,6 +87,16 @@ class KafkaSettings:
                 field="max_offsets_per_trigger",
             )
 
+    @property
+    def client_options(self) -> dict[str, str]:
+        """``options`` by the client's own names: a ``kafka.`` prefix written there is dropped."""
+        return {key.removeprefix("kafka."): value for key, value in self.options.items()}
+
+    @property
+    def sasl_mechanism(self) -> str:
+        """The SASL mechanism ``options`` names, upper-cased; empty if none."""
+        return self.client_options.get("sasl.mechanism", "").strip().upper()
+
 
 # The mechanisms whose login is a user and a password; kafka.sasl_username builds their JAAS
 # line. Others (GSSAPI, OAUTHBEARER) are configured with kafka.options alone.
@@ -109,8 +119,7 @@ def _check_login(kafka: KafkaSettings) -> None:
             "set one of sasl_password_env and sasl_password_file, not both",
             field="sasl_password_env",
         )
-    options = {key.removeprefix("kafka."): value for key, value in kafka.options.items()}
-    if "sasl.jaas.config" in options:
+    if "sasl.jaas.config" in kafka.client_options:
         raise InvalidValueError(
             "is set, and kafka.options has a sasl.jaas.config too: give the login once",
             field="sasl_username",
@@ -121,7 +130,7 @@ def _check_login(kafka: KafkaSettings) -> None:
             "sasl_password_file (a file's path)",
             field="sasl_username",
         )
-    mechanism = options.get("sasl.mechanism", "").strip().upper()
+    mechanism = kafka.sasl_mechanism
     if mechanism not in PASSWORD_MECHANISMS:
         raise InvalidValueError(
             f"needs kafka.options sasl.mechanism set to one of {', '.join(PASSWORD_MECHANISMS)}"

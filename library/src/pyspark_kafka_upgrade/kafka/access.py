@@ -181,7 +181,7 @@ def _refusal(login: _Login, error: KafkaError) -> str | None:
 def _check_read(
     client_config: Mapping[str, str], login: _Login, topics: Sequence[str], timeout_s: float
 ) -> None:
-    admin = AdminClient({**client_config}, logger=_LOGGER)
+    admin = AdminClient(dict(client_config), logger=_LOGGER)
     try:
         futures = admin.describe_topics(
             TopicCollection(list(topics)),

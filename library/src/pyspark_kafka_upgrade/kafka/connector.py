@@ -137,7 +137,10 @@ def kafka_source_options(kafka: KafkaSettings) -> SourceOptions:
 
 def check_kafka_access(kafka: KafkaSettings) -> None:
     """Refuse in one line, within seconds, a login or an ACL that cannot read the topics."""
-    options = kafka_source_options(kafka)
+    _check_access(kafka_source_options(kafka))
+
+
+def _check_access(options: SourceOptions) -> None:
     check_access(
         options.client_config,
         options.topics,
@@ -148,8 +151,8 @@ def check_kafka_access(kafka: KafkaSettings) -> None:
 def open_metadata(kafka: KafkaSettings, *, purpose: str) -> KafkaMetadata:
     """A client for the brokers' partitions and offsets, as the connectors would connect,
     once :func:`check_kafka_access` found that they can."""
-    check_kafka_access(kafka)
     options = kafka_source_options(kafka)
+    _check_access(options)
     return KafkaMetadata(
         options.client_config,
         f"{options.group_id_prefix}-{purpose}-{uuid.uuid4().hex}",

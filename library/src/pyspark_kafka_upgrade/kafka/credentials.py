@@ -16,7 +16,8 @@ from pyspark_kafka_upgrade.errors import ConfigError
 from pyspark_kafka_upgrade.settings import KafkaSettings
 
 JAAS_CONFIG = "kafka.sasl.jaas.config"
-_LOGIN_MODULES = {
+# Java's login module per SASL mechanism whose login is a user and a password.
+LOGIN_MODULES = {
     "PLAIN": "org.apache.kafka.common.security.plain.PlainLoginModule",
     "SCRAM-SHA-256": "org.apache.kafka.common.security.scram.ScramLoginModule",
     "SCRAM-SHA-512": "org.apache.kafka.common.security.scram.ScramLoginModule",
@@ -32,9 +33,8 @@ def login_options(kafka: KafkaSettings, env: Mapping[str, str] | None = None) ->
     if not kafka.sasl_username:
         return {}
     password = read_password(kafka, os.environ if env is None else env)
-    options = {key.removeprefix("kafka."): value for key, value in kafka.options.items()}
     # Settings validation guarantees one of the password mechanisms.
-    module = _LOGIN_MODULES[options["sasl.mechanism"].strip().upper()]
+    module = LOGIN_MODULES[kafka.sasl_mechanism]
     return {
         JAAS_CONFIG: (
             f'{module} required username="{_quoted(kafka.sasl_username)}" '

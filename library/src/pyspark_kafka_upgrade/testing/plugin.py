@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import importlib
 import os
-import sys
 from collections.abc import Generator, Iterator, Sequence
 from contextlib import ExitStack
 from pathlib import Path
@@ -250,13 +249,9 @@ def secured_kafka() -> Iterator[SecuredKafka]:
     with ExitStack() as stack:
         failure = None
         try:
-            broker = stack.enter_context(start_secured_kafka(os.environ, _say))
+            broker = stack.enter_context(start_secured_kafka(os.environ))
         except KafkaBackendError as exc:
             failure = str(exc)
         if failure is not None:
             pytest.fail(failure, pytrace=False)
         yield broker
-
-
-def _say(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)

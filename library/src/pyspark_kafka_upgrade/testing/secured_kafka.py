@@ -39,11 +39,13 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from pyspark_kafka_upgrade.kafka.credentials import LOGIN_MODULES
 from pyspark_kafka_upgrade.testing.kafka_backends import (
     ApacheBroker,
     Listeners,
     Progress,
     _admin,
+    _print_to_stderr,
     apache_broker,
 )
 
@@ -51,10 +53,6 @@ SCRAM = "SCRAM-SHA-512"
 PLAIN = "PLAIN"
 _ADMIN_USER = "admin"
 PLAIN_USER = "plain-pipeline"
-_JAAS_MODULES = {
-    PLAIN: "org.apache.kafka.common.security.plain.PlainLoginModule",
-    SCRAM: "org.apache.kafka.common.security.scram.ScramLoginModule",
-}
 # A test run lasts minutes; a day covers a debugger left open.
 _CERTIFICATE_LIFETIME = datetime.timedelta(days=1)
 _ADMIN_TIMEOUT_S = 30.0
@@ -167,7 +165,7 @@ def _pem(certificate: x509.Certificate) -> bytes:
 
 
 def jaas_line(mechanism: str, user: str, password: str, extra: str = "") -> str:
-    return f'{_JAAS_MODULES[mechanism]} required username="{user}" password="{password}"{extra};'
+    return f'{LOGIN_MODULES[mechanism]} required username="{user}" password="{password}"{extra};'
 
 
 class SecuredListeners:
@@ -217,7 +215,7 @@ class SecuredListeners:
                     PLAIN, admin.user, admin.password, plain_users
                 ),
                 "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config": (
-                    f"{_JAAS_MODULES[SCRAM]} required;"
+                    f"{LOGIN_MODULES[SCRAM]} required;"
                 ),
                 "ssl.keystore.type": "PEM",
                 "ssl.keystore.location": str(self._tls.broker_keystore),
@@ -307,14 +305,20 @@ class SecuredKafka:
 
 
 @contextmanager
-def start_secured_kafka(env: Mapping[str, str], progress: Progress) -> Iterator[SecuredKafka]:
-    """Make the TLS files and start the broker; stop it and remove everything on exit."""
+def start_secured_kafka(
+    env: Mapping[str, str], progress: Progress | None = None
+) -> Iterator[SecuredKafka]:
+    """Make the TLS files and start the broker; stop it and remove everything on exit.
+
+    ``progress`` hears one-line notes (jars being resolved); the default prints them on
+    stderr.
+    """
     admin = Login(_ADMIN_USER, secrets.token_urlsafe(18), PLAIN)
     plain_user = Login(PLAIN_USER, f"plain-{secrets.token_urlsafe(18)}", PLAIN)
     with tempfile.TemporaryDirectory(prefix="kafka-test-tls-") as directory:
         tls = make_throwaway_tls(Path(directory))
         layout = SecuredListeners(tls, admin, plain_user)
-        with apache_broker(env, progress, layout) as broker:
+        with apache_broker(env, progress or _print_to_stderr, layout) as broker:
             yield SecuredKafka(
                 bootstrap_servers=broker.bootstrap_servers,
                 plaintext_bootstrap_servers=layout.plaintext_bootstrap_servers,
