@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
@@ -82,6 +83,15 @@ def check_suite_run(label: str, stdout: str, connector: str, required: Sequence[
     return lines
 
 
+def check_container_header(lines: Sequence[str], image: str) -> None:
+    """The inner run named the container backend and its image; where CI built the image,
+    the header says so (its label), so the log shows which image the suite ran on."""
+    [header] = [line for line in lines if line.startswith("kafka backend: ")]
+    assert header.startswith(f"kafka backend: testcontainers ({image}"), header
+    if os.environ.get(IMAGE_STATUS_ENV_VAR):
+        assert f"kafka backend: testcontainers ({image}, built locally from Maven jars" in header
+
+
 @functools.cache
 def clean_template() -> Path:
     """A copy of the template without caches, so tests bake what a fresh clone bakes."""
@@ -125,6 +135,50 @@ def run_tool(
             f"--- stdout ---\n{result.stdout[-6000:]}\n--- stderr ---\n{result.stderr[-6000:]}"
         )
     return result
+
+
+# Where .ci/run builds the Kafka image in the background (.ci/kafka-image/build): its exit
+# status lands in this file, its output in the log.
+IMAGE_STATUS_ENV_VAR = "CI_KAFKA_IMAGE_STATUS"
+IMAGE_LOG_ENV_VAR = "CI_KAFKA_IMAGE_LOG"
+# Measured: 50 s to 3 min for the base, the JRE, the jars and the build; on a busy machine more.
+IMAGE_BUILD_TIMEOUT_S = 1500.0
+KAFKA_IMAGE_FIXTURE = "kafka_image"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # The tests on the Kafka container run last, so that the image's build overlaps the rest.
+    items.sort(key=lambda item: KAFKA_IMAGE_FIXTURE in getattr(item, "fixturenames", ()))
+
+
+@pytest.fixture(scope="session")
+def kafka_image() -> str:
+    """The engine and the Kafka image the container suites run on: waits for the background
+    build where .ci/run started one. Without an engine: a failure in CI, else a skip."""
+    status_file = os.environ.get(IMAGE_STATUS_ENV_VAR)
+    if status_file:
+        status = Path(status_file)
+        deadline = time.monotonic() + IMAGE_BUILD_TIMEOUT_S
+        while not status.exists():
+            if time.monotonic() > deadline:
+                pytest.fail(f"the Kafka image's build did not end within {IMAGE_BUILD_TIMEOUT_S} s")
+            time.sleep(1)
+        log = Path(os.environ.get(IMAGE_LOG_ENV_VAR, "/dev/null"))
+        built = log.read_text(errors="replace") if log.is_file() else ""
+        if status.read_text().strip() != "0":
+            pytest.fail(f"the Kafka image's build failed:\n{built[-4000:]}", pytrace=False)
+        SUITE_REPORT.extend(f"[kafka image] {line}" for line in built.splitlines())
+    from pyspark_kafka_upgrade.testing.kafka_backends import (
+        DEFAULT_KAFKA_IMAGE,
+        docker_is_available,
+    )
+
+    if not docker_is_available():
+        reason = "no container engine answers Docker's API (DOCKER_HOST?)"
+        if os.environ.get("CI"):
+            pytest.fail(f"CI runs the Testcontainers suite, but {reason}: see .ci/podman")
+        pytest.skip(reason)
+    return DEFAULT_KAFKA_IMAGE
 
 
 @pytest.fixture(scope="session")

@@ -22,6 +22,7 @@ from conftest import (
     CHOICE_FIELDS,
     DEFAULT_COMBINATION,
     bake,
+    check_container_header,
     check_suite_run,
     combination_id,
     run_tool,
@@ -58,31 +59,35 @@ def working_copy(project: Path, tmp_path: Path) -> Path:
     return Path(shutil.copytree(project, tmp_path / project.name))
 
 
-def make_test(project: Path, label: str, connector: str) -> list[str]:
-    """The project's own `make test`, on Apache Kafka; its report lines."""
+def make_test(project: Path, label: str, connector: str, backend: str) -> list[str]:
+    """The project's own `make test` on ``backend``; its report lines."""
     # Every test's outcome, one line each (not -rA: that also prints what passing tests
     # captured): the log shows which ran; the checks read it.
     result = run_tool(
         ["make", "test"],
         cwd=project,
-        # Apache Kafka even where Docker would make auto pick Testcontainers: this run
-        # proves the upgrade on the broker teams run.
-        env={"KAFKA_BACKEND": "apache", "PYTEST_ADDOPTS": f"{REPORT} {DURATIONS}"},
+        env={"KAFKA_BACKEND": backend, "PYTEST_ADDOPTS": f"{REPORT} {DURATIONS}"},
         timeout=2400,
     )
     return check_suite_run(label, result.stdout, connector, (PROOF_TEST, CLUSTER_TEST))
 
 
-def test_the_default_project_passes_its_own_make_test(
-    baked_projects: dict[str, Path], tmp_path: Path
+def test_the_default_project_passes_its_own_make_test_on_a_kafka_container(
+    baked_projects: dict[str, Path], tmp_path: Path, kafka_image: str
 ) -> None:
+    # Testcontainers, as auto picks it wherever Docker answers: the default image, which CI
+    # builds locally under the official name, so the code path is the one users run.
     project = working_copy(baked_projects[combination_id(DEFAULT_COMBINATION)], tmp_path)
-    make_test(project, "[default]", DEFAULT_COMBINATION["kafka_connector"])
+    lines = make_test(
+        project, "[default]", DEFAULT_COMBINATION["kafka_connector"], "testcontainers"
+    )
+    check_container_header(lines, kafka_image)
 
 
 def test_a_project_with_every_answer_changed_passes_its_own_make_test(tmp_path: Path) -> None:
+    # Apache Kafka as a local process, with the other connector: the broker teams run.
     project = bake(tmp_path / "baked", **OTHER_ANSWERS)
-    lines = make_test(project, "[other answers]", OTHER_ANSWERS["kafka_connector"])
+    lines = make_test(project, "[other answers]", OTHER_ANSWERS["kafka_connector"], "apache")
     assert any(line.startswith("PASSED tests/test_signature.py::") for line in lines)
 
 

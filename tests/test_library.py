@@ -1,6 +1,7 @@
 """The library passes its own suites, as its CI would run them: lint, unit and integration on
-the newest Spark it supports, and its proofs again on the oldest, on Apache Kafka with Spark's
-built-in connector (the default project's own suite runs the pip-only one), nothing skipped.
+the newest Spark it supports on Apache Kafka as a local process, and its proofs again on the
+oldest Spark on a Kafka container (Testcontainers), with Spark's built-in connector (the
+default project's own suite runs the pip-only one), nothing skipped.
 """
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from conftest import TEMPLATE_DIR, check_suite_run, run_tool
+from conftest import TEMPLATE_DIR, check_container_header, check_suite_run, run_tool
 
 LIBRARY = TEMPLATE_DIR / "library"
 CONNECTOR = "builtin"
@@ -44,7 +45,9 @@ def test_the_library_passes_its_lint_unit_and_integration_suites() -> None:
         assert any(line.startswith(f"PASSED {test}") for line in lines), f"{test} did not pass"
 
 
-def test_the_librarys_proofs_hold_on_the_oldest_spark() -> None:
+def test_the_librarys_proofs_hold_on_the_oldest_spark_on_a_kafka_container(
+    kafka_image: str,
+) -> None:
     oldest = ["VENV=.venv-oldest", "CONSTRAINTS=constraints-oldest.txt"]
     run_tool(["make", "install", *oldest], cwd=LIBRARY, timeout=1200)
     pins = dict(
@@ -55,9 +58,14 @@ def test_the_librarys_proofs_hold_on_the_oldest_spark() -> None:
     pytest = str(Path(".venv-oldest") / "bin" / "pytest")
     # One kill trial here: the three of the newest Spark's run cover the kill moments, and CI
     # has a 30-minute budget; `make soak` runs twenty per connector.
+    # On the Kafka container: the upgrade's proof and its kill trials on Testcontainers.
     result = run_tool(
-        [pytest, *OLDEST_PROOFS], cwd=LIBRARY, env={**ENV, "SOAK_TRIALS": "1"}, timeout=3000
+        [pytest, *OLDEST_PROOFS],
+        cwd=LIBRARY,
+        env={**ENV, "SOAK_TRIALS": "1", "KAFKA_BACKEND": "testcontainers"},
+        timeout=3000,
     )
     label = f"[library, Spark {pins['pyspark']}]"
-    check_suite_run(label, result.stdout, CONNECTOR, (PROOF,))
+    lines = check_suite_run(label, result.stdout, CONNECTOR, (PROOF, KILLS))
+    check_container_header(lines, kafka_image)
     assert f"Spark {pins['pyspark']}, master local[1])" in result.stdout

@@ -97,6 +97,19 @@ def test_every_job_that_runs_tests_has_the_services_they_need(
         assert f":{password}@127.0.0.1:5432/" in dsn, (name, dsn)
 
 
+def test_the_integration_job_runs_on_a_kafka_container_and_on_a_local_kafka(
+    default_project: Path,
+) -> None:
+    job = yaml.safe_load((default_project / ".github" / "workflows" / "ci.yml").read_text())[
+        "jobs"
+    ]["integration"]
+    backends = [entry["backend"] for entry in job["strategy"]["matrix"]["include"]]
+
+    assert sorted(backends) == ["apache", "testcontainers"]
+    assert job["env"]["KAFKA_BACKEND"] == "${{ matrix.backend }}"
+    assert "${{ matrix.backend }}" in job["name"]
+
+
 DEPENDABOT_INTERVALS = {"daily", "weekly", "monthly", "quarterly", "semiannually", "yearly"}
 
 

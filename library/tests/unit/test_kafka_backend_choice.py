@@ -1,7 +1,5 @@
-"""How KAFKA_BACKEND, KAFKA_BOOTSTRAP_SERVERS and KAFKA_VERSION select the Kafka test backend.
-
-Docker cannot be had on every machine, so the testcontainers backend is covered here only as
-far as its choice and description go; its container starts only where Docker answers.
+"""How KAFKA_BACKEND, KAFKA_BOOTSTRAP_SERVERS, KAFKA_IMAGE and KAFKA_VERSION select the Kafka
+test backend, with fake probes; tests/integration/test_kafka_container.py starts containers.
 """
 
 from __future__ import annotations
@@ -19,6 +17,7 @@ from pyspark_kafka_upgrade.testing.kafka_backends import (
     KafkaBackendError,
     apache_problem,
     describe_backend_choice,
+    image_problem,
     kafka_coordinates,
     kafka_version,
     resolve_backend_choice,
@@ -62,10 +61,51 @@ def test_auto_with_bootstrap_servers_is_external(backend_value: str | None) -> N
     assert choice == BackendChoice("external")
 
 
+def image_there(env: Mapping[str, str]) -> str | None:
+    return None
+
+
+PULL_ERROR = (
+    "the container engine answers but cannot provide apache/kafka:4.4.0: initializing source: "
+    "pinging container registry: no such host"
+)
+
+
+def image_cannot_be_pulled(env: Mapping[str, str]) -> str | None:
+    return PULL_ERROR
+
+
 def test_auto_with_docker_is_testcontainers() -> None:
-    choice = resolve_backend_choice({}, docker_up, apache_must_not_be_probed)
+    choice = resolve_backend_choice({}, docker_up, apache_must_not_be_probed, image_there)
 
     assert choice == BackendChoice("testcontainers")
+
+
+def test_auto_falls_back_with_the_pull_error_when_the_engine_cannot_provide_the_image() -> None:
+    choice = resolve_backend_choice({}, docker_up, apache_ok, image_cannot_be_pulled)
+
+    assert choice == BackendChoice(
+        "apache", (f"testcontainers skipped: {PULL_ERROR}; trying the next backend",)
+    )
+
+
+def test_without_docker_the_image_is_not_probed() -> None:
+    def image_must_not_be_probed(env: Mapping[str, str]) -> str | None:
+        raise AssertionError("the image was probed although no engine answered")
+
+    choice = resolve_backend_choice({}, docker_down, apache_ok, image_must_not_be_probed)
+
+    assert choice == BackendChoice("apache")
+
+
+def test_both_reasons_are_named_when_auto_ends_on_noida() -> None:
+    choice = resolve_backend_choice({}, docker_up, apache_without_mvn, image_cannot_be_pulled)
+
+    assert choice.name == "noida"
+    assert [note.split(":")[0] for note in choice.passed_over] == [
+        "testcontainers skipped",
+        "apache skipped",
+    ]
 
 
 def test_auto_without_docker_is_apache_kafka_when_java_and_jars_are_there() -> None:
@@ -154,12 +194,31 @@ def test_description_names_version_process_and_jar_cache(tmp_path: Path) -> None
     assert f"jars resolved with mvn into {tmp_path}" in description
 
 
-def test_description_of_testcontainers_names_the_image() -> None:
-    assert DEFAULT_KAFKA_IMAGE in describe_backend_choice("testcontainers", {})
-    custom = {"KAFKA_IMAGE": "confluentinc/cp-kafka:7.9.0"}
-    assert "confluentinc/cp-kafka:7.9.0 in KRaft mode" in describe_backend_choice(
-        "testcontainers", custom
-    )
+def test_the_default_image_is_the_official_one_of_the_apache_backends_release() -> None:
+    assert f"apache/kafka:{DEFAULT_KAFKA_VERSION}" == DEFAULT_KAFKA_IMAGE
+
+
+def test_description_of_testcontainers_names_the_image_and_its_kafka() -> None:
+    # No engine answers on this address: the description says so without a traceback.
+    no_engine = {"DOCKER_HOST": "unix:///nonexistent/docker.sock"}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("DOCKER_HOST", no_engine["DOCKER_HOST"])
+        default = describe_backend_choice("testcontainers", no_engine)
+        custom = describe_backend_choice(
+            "testcontainers", {**no_engine, "KAFKA_IMAGE": "confluentinc/cp-kafka:7.9.0"}
+        )
+    assert default == f"{DEFAULT_KAFKA_IMAGE}: Apache Kafka 4.4.0, started on first use"
+    assert custom == "confluentinc/cp-kafka:7.9.0: Confluent Kafka, started on first use"
+
+
+def test_a_bad_image_is_an_error_not_a_fallback() -> None:
+    with pytest.raises(KafkaBackendError, match=r"KAFKA_IMAGE=bitnami/kafka:3.9 is not an image"):
+        resolve_backend_choice(
+            {"KAFKA_IMAGE": "bitnami/kafka:3.9", "KAFKA_BACKEND": "auto"},
+            docker_up,
+            apache_ok,
+            lambda env: image_problem(env),
+        )
 
 
 def fake_java(tmp_path: Path, version_line: str, exit_code: int = 0) -> Path:

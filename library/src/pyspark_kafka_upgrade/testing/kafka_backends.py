@@ -5,14 +5,10 @@ The broker is chosen with the environment variable ``KAFKA_BACKEND``:
 ``external``
     An already running cluster at ``KAFKA_BOOTSTRAP_SERVERS`` (for example in CI).
 ``testcontainers``
-    A throwaway container in KRaft mode, started with testcontainers' ``KafkaContainer``.
-    Needs a Docker daemon. The image is ``confluentinc/cp-kafka:8.2.0`` (Apache Kafka 4.2);
-    ``KAFKA_IMAGE`` overrides it, and must then be a Confluent ``cp-kafka`` image of tag
-    7.0.0 or later: the class drives Confluent's own start scripts, so the official
-    ``apache/kafka`` image does not work with it. For 8.x tags ``with_kraft()`` is
-    required (the images have no ZooKeeper); it sets the KRaft variables the 8.x scripts
-    insist on and formats the storage itself, and the class waits for Kafka 4's
-    "Kafka Server started" log line.
+    A throwaway KRaft container (``kafka_container``), published on 127.0.0.1. Needs a
+    container engine behind Docker's API (Docker, or podman's service). The image is the
+    official ``apache/kafka:4.4.0``; ``KAFKA_IMAGE`` may name another ``apache/kafka`` tag
+    (3.7.0 or later) or a Confluent ``cp-kafka`` image of tag 7.0.0 or later.
 ``apache``
     Real Apache Kafka (``KAFKA_VERSION``, default 4.4.0), run as a child process on
     127.0.0.1: one JVM as broker and KRaft controller, a fresh log directory per session.
@@ -24,7 +20,9 @@ The broker is chosen with the environment variable ``KAFKA_BACKEND``:
     pip. ``local`` is accepted as its former name.
 ``auto`` (the default)
     ``external`` if ``KAFKA_BOOTSTRAP_SERVERS`` is set, else ``testcontainers`` if a Docker
-    daemon answers, else ``apache`` if Java and the Kafka jars can be had, else ``noida``.
+    daemon answers and has (or can pull) the image, else ``apache`` if Java and the Kafka
+    jars can be had, else ``noida``. A backend passed over for a reason worth fixing (an
+    image that cannot be pulled, no mvn) is named in one line with that reason.
 
 Brokers started as child processes (``apache``, ``noida``) live in their own process group,
 so a Ctrl-C at the terminal reaches only the test run, which then stops them in order; and
@@ -84,6 +82,17 @@ from pyspark_kafka_upgrade.spark.session import (
     check_java,
     java_executable,
 )
+from pyspark_kafka_upgrade.testing.broker_settings import ONE_NODE_TEST_SETTINGS
+from pyspark_kafka_upgrade.testing.kafka_container import (
+    APACHE_REPOSITORY,
+    ImageUnavailableError,
+    KafkaContainerError,
+    KafkaImage,
+    describe_image,
+    parse_image,
+    provide_image,
+    running_kafka,
+)
 from pyspark_kafka_upgrade.testing.waiting import wait_until
 
 if TYPE_CHECKING:
@@ -94,9 +103,9 @@ BOOTSTRAP_ENV_VAR = "KAFKA_BOOTSTRAP_SERVERS"
 IMAGE_ENV_VAR = "KAFKA_IMAGE"
 VERSION_ENV_VAR = "KAFKA_VERSION"
 
-# cp-kafka 8.2 is Apache Kafka 4.2, the same major version as the apache backend's default.
-DEFAULT_KAFKA_IMAGE = "confluentinc/cp-kafka:8.2.0"
 DEFAULT_KAFKA_VERSION = "4.4.0"
+# The official image of the same release as the apache backend's broker.
+DEFAULT_KAFKA_IMAGE = f"{APACHE_REPOSITORY}:{DEFAULT_KAFKA_VERSION}"
 # In the order auto tries them, after "auto" itself.
 BACKEND_CHOICES = ("auto", "external", "testcontainers", "apache", "noida")
 # Former names, still accepted so that existing CI settings keep working.
@@ -150,6 +159,11 @@ Progress = Callable[[str], None]
 
 class KafkaBackendError(RuntimeError):
     """A Kafka test backend was misconfigured or could not be started."""
+
+
+class KafkaImageUnavailableError(KafkaBackendError):
+    """The container engine answers but cannot provide the Kafka image: with
+    ``KAFKA_BACKEND=testcontainers`` no integration test can run, so the run stops."""
 
 
 def _still_running() -> str | None:
@@ -268,16 +282,45 @@ def apache_problem(env: Mapping[str, str], progress: Progress | None = None) -> 
     return None
 
 
+def image_problem(env: Mapping[str, str], progress: Progress | None = None) -> str | None:
+    """None when the engine has, or can pull, the Kafka image, else one line saying why not.
+
+    Raises:
+        KafkaBackendError: ``KAFKA_IMAGE`` names an image this backend cannot run (a setting
+            to fix, not a reason to fall back).
+    """
+    image = container_image(env)
+    try:
+        provide_image(image, progress or _print_to_stderr)
+    except KafkaContainerError as exc:
+        return str(exc)
+    return None
+
+
+def container_image(env: Mapping[str, str]) -> KafkaImage:
+    """The testcontainers backend's image: ``KAFKA_IMAGE``, else the official 4.4.0.
+
+    Raises:
+        KafkaBackendError: not an image this backend can run.
+    """
+    try:
+        return parse_image(env.get(IMAGE_ENV_VAR, "").strip() or DEFAULT_KAFKA_IMAGE)
+    except KafkaContainerError as exc:
+        raise KafkaBackendError(str(exc)) from None
+
+
 def resolve_backend_choice(
     env: Mapping[str, str],
     docker_available: Callable[[], bool] = docker_is_available,
     apache_unavailable: Callable[[Mapping[str, str]], str | None] = apache_problem,
+    image_unavailable: Callable[[Mapping[str, str]], str | None] = image_problem,
 ) -> BackendChoice:
     """The backend that ``env`` selects, and why ``auto`` passed over the ones it prefers.
 
     The probes run only for ``auto``, and only as far as needed: ``docker_available`` when no
-    bootstrap servers are set, ``apache_unavailable`` (None, or the reason) when Docker does
-    not answer. Tests pass a fake environment and fake probes.
+    bootstrap servers are set, then ``image_unavailable`` (None, or the reason) when it
+    answers, then ``apache_unavailable`` (the same). Tests pass a fake environment and
+    fake probes.
 
     Raises:
         KafkaBackendError: ``KAFKA_BACKEND`` is not one of :data:`BACKEND_CHOICES`, or auto
@@ -295,15 +338,20 @@ def resolve_backend_choice(
         return BackendChoice(choice)
     if env.get(BOOTSTRAP_ENV_VAR, "").strip():
         return BackendChoice("external")
+    passed_over: tuple[str, ...] = ()
     if docker_available():
-        return BackendChoice("testcontainers")
+        problem = image_unavailable(env)
+        if problem is None:
+            return BackendChoice("testcontainers")
+        passed_over = (f"testcontainers skipped: {problem}; trying the next backend",)
     version = kafka_version(env)
     problem = apache_unavailable(env)
     if problem is None:
-        return BackendChoice("apache")
+        return BackendChoice("apache", passed_over)
     return BackendChoice(
         "noida",
         (
+            *passed_over,
             f"apache skipped: {problem} (tried: java, then Apache Kafka {version}'s jars "
             "from the jar cache, else mvn); using noida-db instead",
         ),
@@ -318,10 +366,10 @@ def describe_backend_choice(name: str, env: Mapping[str, str]) -> str:
             return f"existing cluster, but {BOOTSTRAP_ENV_VAR} is not set: integration tests fail"
         return f"existing cluster at {BOOTSTRAP_ENV_VAR}={bootstrap}"
     if name == "testcontainers":
-        image = env.get(IMAGE_ENV_VAR, "").strip() or DEFAULT_KAFKA_IMAGE
-        # Confluent Platform 8.2 is Apache Kafka 4.2; another image's version is its own.
-        kafka = " (Apache Kafka 4.2)" if image == DEFAULT_KAFKA_IMAGE else ""
-        return f"KafkaContainer {image}{kafka} in KRaft mode via Docker, started on first use"
+        try:
+            return describe_image(container_image(env))
+        except KafkaBackendError as exc:
+            return f"cannot start: {exc}"
     if name == "apache":
         try:
             version = kafka_version(env)
@@ -367,13 +415,15 @@ def start_kafka_backend(
     if choice is not None:
         env[BACKEND_ENV_VAR] = choice
     resolved = resolve_backend_choice(
-        env, apache_unavailable=lambda probe_env: apache_problem(probe_env, say)
+        env,
+        apache_unavailable=lambda probe_env: apache_problem(probe_env, say),
+        image_unavailable=lambda probe_env: image_problem(probe_env, say),
     )
     for note in resolved.passed_over:
         say(note)
     starters: dict[str, Callable[[Mapping[str, str]], AbstractContextManager[KafkaBackend]]] = {
         "external": _external_backend,
-        "testcontainers": _testcontainers_backend,
+        "testcontainers": lambda container_env: _testcontainers_backend(container_env, say),
         "apache": lambda apache_env: _apache_backend(apache_env, say),
         "noida": _noida_backend,
     }
@@ -394,39 +444,33 @@ def _external_backend(env: Mapping[str, str]) -> Iterator[KafkaBackend]:
 
 
 @contextmanager
-def _testcontainers_backend(env: Mapping[str, str]) -> Iterator[KafkaBackend]:
-    try:
-        from testcontainers.community.kafka import KafkaContainer
-    except ImportError as exc:
+def _testcontainers_backend(env: Mapping[str, str], progress: Progress) -> Iterator[KafkaBackend]:
+    image = container_image(env)
+    if importlib.util.find_spec("testcontainers") is None:
         raise KafkaBackendError(
-            f"{BACKEND_ENV_VAR}=testcontainers needs the 'testcontainers' package: {exc}"
-        ) from exc
-    image = env.get(IMAGE_ENV_VAR, "").strip() or DEFAULT_KAFKA_IMAGE
-    try:
-        # The constructor already connects to Docker.
-        container = KafkaContainer(image)
-    except Exception as exc:
-        raise KafkaBackendError(
-            f"{BACKEND_ENV_VAR}=testcontainers needs a running Docker daemon: {exc}"
-        ) from exc
-    try:
-        # KRaft: no ZooKeeper inside the container; required for cp-kafka 8.x images.
-        container.with_kraft()
-    except ValueError as exc:
-        raise KafkaBackendError(
-            f"{IMAGE_ENV_VAR}={image} cannot run in KRaft mode: {exc}; use a "
-            "confluentinc/cp-kafka image of tag 7.0.0 or later"
-        ) from None
-    try:
-        # Inside the try: start() can fail after the container exists (e.g. the readiness
-        # wait times out), and that container must still be removed.
-        container.start()
-        bootstrap = container.get_bootstrap_server()
-        yield KafkaBackend(
-            "testcontainers", bootstrap, f"KafkaContainer {image} (KRaft) at {bootstrap}"
+            f"{BACKEND_ENV_VAR}=testcontainers needs the 'testcontainers' package "
+            "(the library's 'testing' extra)"
         )
-    finally:
-        container.stop()
+    if not docker_is_available():
+        raise KafkaBackendError(
+            f"{BACKEND_ENV_VAR}=testcontainers needs a container engine behind Docker's API, "
+            "and none answered (is DOCKER_HOST right? see the guide's 'Kafka for the tests')"
+        )
+    failure: KafkaBackendError | None = None
+    try:
+        with running_kafka(image, env, progress) as kafka:
+            yield KafkaBackend(
+                "testcontainers",
+                kafka.bootstrap_servers,
+                kafka.description,
+                exit_report=kafka.exit_report,
+            )
+    except ImageUnavailableError as exc:
+        failure = KafkaImageUnavailableError(f"{BACKEND_ENV_VAR}=testcontainers: {exc}")
+    except KafkaContainerError as exc:
+        failure = KafkaBackendError(f"{BACKEND_ENV_VAR}=testcontainers: {exc}")
+    if failure is not None:
+        raise failure
 
 
 # --------------------------------------------------------------------------------------------
@@ -658,28 +702,7 @@ class ApacheBroker:
             "controller.listener.names": "CONTROLLER",
             **listeners.properties,
             "log.dirs": str(self._work_dir / "data"),
-            # One node: every internal topic has a single replica.
-            "offsets.topic.replication.factor": "1",
-            "transaction.state.log.replication.factor": "1",
-            "transaction.state.log.min.isr": "1",
-            "share.coordinator.state.topic.replication.factor": "1",
-            "share.coordinator.state.topic.min.isr": "1",
-            # 50 partitions each by default: the first consumer group or transaction would
-            # wait for 50 partitions to be created on a test machine.
-            "offsets.topic.num.partitions": "1",
-            "transaction.state.log.num.partitions": "1",
-            "group.initial.rebalance.delay.ms": "0",
-            # Tests create every topic themselves, with retention.ms=-1 (create_topic), and
-            # noida-db depends on that setting. A test that forgot, and produced to a topic
-            # the broker made up with default retention, should fail here too, not pass.
-            "auto.create.topics.enable": "false",
-            "num.partitions": "1",
-            # Retention is checked every 5 minutes by default, the first time 30 s after the
-            # start. Tests of records deleted by retention (old CreateTimes, default 7 days)
-            # need it within a second or so, as noida-db does; on test-sized logs the check
-            # costs nothing.
-            "log.retention.check.interval.ms": "1000",
-            "log.initial.task.delay.ms": "0",
+            **ONE_NODE_TEST_SETTINGS,
         }
         self._properties.write_text(
             "".join(f"{key}={value}\n" for key, value in settings.items()), encoding="utf-8"

@@ -36,6 +36,7 @@ from pyspark_kafka_upgrade.testing.kafka_backends import (
     BackendChoice,
     KafkaBackend,
     KafkaBackendError,
+    KafkaImageUnavailableError,
     describe_backend_choice,
     resolve_backend_choice,
     start_kafka_backend,
@@ -162,6 +163,9 @@ def kafka_backend(pytestconfig: pytest.Config) -> Iterator[KafkaBackend]:
         try:
             # By name: auto was resolved once, for the header, and is not probed again.
             backend = stack.enter_context(start_kafka_backend(choice.name))
+        except KafkaImageUnavailableError as exc:
+            # Every integration test would fail the same way: one line, and the run stops.
+            pytest.exit(str(exc), returncode=pytest.ExitCode.TESTS_FAILED)
         except KafkaBackendError as exc:
             failure = str(exc)
         if failure is not None:
