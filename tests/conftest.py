@@ -86,7 +86,12 @@ def check_suite_run(label: str, stdout: str, connector: str, required: Sequence[
 def check_container_header(lines: Sequence[str], image: str) -> None:
     """The inner run named the container backend and its image; where CI built the image,
     the header says so (its label), so the log shows which image the suite ran on."""
-    [header] = [line for line in lines if line.startswith("kafka backend: ")]
+    # The unit run's header says no broker started; the integration run's names it.
+    [header] = [
+        line
+        for line in lines
+        if line.startswith("kafka backend: ") and not line.startswith("kafka backend: not started")
+    ]
     assert header.startswith(f"kafka backend: testcontainers ({image}"), header
     if os.environ.get(IMAGE_STATUS_ENV_VAR):
         assert f"kafka backend: testcontainers ({image}, built locally from Maven jars" in header
@@ -161,7 +166,10 @@ def kafka_image() -> str:
         deadline = time.monotonic() + IMAGE_BUILD_TIMEOUT_S
         while not status.exists():
             if time.monotonic() > deadline:
-                pytest.fail(f"the Kafka image's build did not end within {IMAGE_BUILD_TIMEOUT_S} s")
+                pytest.fail(
+                    f"the Kafka image's build did not end within {IMAGE_BUILD_TIMEOUT_S} s",
+                    pytrace=False,
+                )
             time.sleep(1)
         log = Path(os.environ.get(IMAGE_LOG_ENV_VAR, "/dev/null"))
         built = log.read_text(errors="replace") if log.is_file() else ""
@@ -176,7 +184,9 @@ def kafka_image() -> str:
     if not docker_is_available():
         reason = "no container engine answers Docker's API (DOCKER_HOST?)"
         if os.environ.get("CI"):
-            pytest.fail(f"CI runs the Testcontainers suite, but {reason}: see .ci/podman")
+            pytest.fail(
+                f"CI runs the Testcontainers suite, but {reason}: see .ci/podman", pytrace=False
+            )
         pytest.skip(reason)
     return DEFAULT_KAFKA_IMAGE
 

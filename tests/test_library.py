@@ -36,7 +36,8 @@ OLDEST_PROOFS = (
 )
 
 
-def test_the_library_passes_its_lint_unit_and_integration_suites() -> None:
+def test_the_library_passes_its_lint_unit_and_integration_suites(kafka_image: str) -> None:
+    # kafka_image: tests/integration/test_container_backend.py starts containers of it.
     # In this environment, which holds the library's tools at its pins and the library
     # itself, editable: one virtualenv with pyspark fewer to build.
     result = run_tool(["make", "test", f"VENV={sys.prefix}"], cwd=LIBRARY, env=ENV, timeout=3000)

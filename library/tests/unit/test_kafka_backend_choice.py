@@ -1,5 +1,5 @@
 """How KAFKA_BACKEND, KAFKA_BOOTSTRAP_SERVERS, KAFKA_IMAGE and KAFKA_VERSION select the Kafka
-test backend, with fake probes; tests/integration/test_kafka_container.py starts containers.
+test backend, with fake probes; tests/integration/test_container_backend.py starts containers.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Which images the testcontainers backend runs, and how it networks them; no engine needed.
-tests/integration/test_kafka_container.py starts real containers."""
+tests/integration/test_container_backend.py starts real containers."""
 
 from __future__ import annotations
 
@@ -72,5 +72,11 @@ def test_podman_gets_user_mode_networking_and_docker_its_default() -> None:
 
 
 def test_the_setting_overrides_the_network_mode_and_empty_means_the_default() -> None:
-    assert network_mode("Docker", {"KAFKA_CONTAINER_NETWORK_MODE": "host"}) == "host"
+    assert network_mode("Docker", {"KAFKA_CONTAINER_NETWORK_MODE": "slirp4netns"}) == "slirp4netns"
+    assert network_mode("Podman", {"KAFKA_CONTAINER_NETWORK_MODE": "bridge"}) == "bridge"
     assert network_mode("Podman", {"KAFKA_CONTAINER_NETWORK_MODE": " "}) is None
+
+
+def test_host_networking_is_refused_as_it_would_listen_on_every_interface() -> None:
+    with pytest.raises(KafkaContainerError, match="would put the broker on every interface"):
+        network_mode("Docker", {"KAFKA_CONTAINER_NETWORK_MODE": "host"})

@@ -14,12 +14,13 @@ that names no network on a bridge, the container gets user-mode networking (``sl
 
 from __future__ import annotations
 
+import base64
 import importlib
 import re
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -31,12 +32,13 @@ from pyspark_kafka_upgrade.testing.broker_settings import (
 NETWORK_MODE_ENV_VAR = "KAFKA_CONTAINER_NETWORK_MODE"
 APACHE_REPOSITORY = "apache/kafka"
 CONFLUENT_REPOSITORY = "confluentinc/cp-kafka"
-# Measured: Kafka 4.4 in a container starts in 18-24 s on a loaded 2-core machine; with
-# Spark running beside it, several times that. The module's own 30 s is too tight.
+# Measured: Kafka 4.4 in a container starts in about 5 s on 2 idle cores, 18-24 s on a loaded
+# machine, several times that with Spark beside it; testcontainers' own 30 s is too tight.
 START_TIMEOUT_S = 180.0
 _PULL_TIMEOUT_S = 900
 _ENGINE_TIMEOUT_S = 3
 _KAFKA_PORT = 9092
+_CONFLUENT_PORT = 9093
 _START_SCRIPT = "/tmp/testcontainers_start.sh"
 _STARTED_LINE = "Kafka Server started"
 _LOG_TAIL_LINES = 40
@@ -67,6 +69,11 @@ class KafkaImage:
     name: str
     kind: Literal["apache", "confluent"]
     tag: str
+
+    @property
+    def port(self) -> int:
+        """The broker's port inside the container, which is published."""
+        return _KAFKA_PORT if self.kind == "apache" else _CONFLUENT_PORT
 
     @property
     def kafka_version(self) -> str | None:
@@ -121,9 +128,21 @@ def engine_name(client: Any) -> str:
 
 def network_mode(engine: str, env: Mapping[str, str]) -> str | None:
     """The container's network mode: the setting if given (empty: the engine's default),
-    else user-mode networking on podman and the engine's default on Docker."""
+    else user-mode networking on podman and the engine's default on Docker.
+
+    Raises:
+        KafkaContainerError: host networking, which would publish nothing and put the
+            broker on every interface of the host.
+    """
     if NETWORK_MODE_ENV_VAR in env:
-        return env[NETWORK_MODE_ENV_VAR].strip() or None
+        mode = env[NETWORK_MODE_ENV_VAR].strip() or None
+        if mode == "host":
+            raise KafkaContainerError(
+                f"{NETWORK_MODE_ENV_VAR}=host would put the broker on every interface of "
+                f"the host: use {_PODMAN_NETWORK_MODE} (podman) or leave it empty (the "
+                "engine's default)"
+            )
+        return mode
     return _PODMAN_NETWORK_MODE if engine == "Podman" else None
 
 
@@ -131,25 +150,23 @@ def provide_image(image: KafkaImage, progress: Progress) -> str:
     """Make sure the engine has ``image``, pulling it if needed; its description label.
 
     Raises:
-        ImageUnavailableError: the pull failed; the message carries the engine's own error,
-            which the Docker SDK drops (podman reports it inside a successful HTTP reply).
+        ImageUnavailableError: the pull failed or took longer than 15 minutes; the message
+            carries the engine's own error, which the Docker SDK drops (podman reports it
+            inside a successful HTTP reply).
+        KafkaContainerError: the engine failed otherwise.
     """
     docker: Any = importlib.import_module("docker")
-    client = _docker_client(_PULL_TIMEOUT_S)
+    try:
+        client = _docker_client(_ENGINE_TIMEOUT_S * 10)
+    except Exception as exc:
+        raise KafkaContainerError(f"no container engine answers Docker's API: {exc}") from None
     try:
         try:
             return _description(client.images.get(image.name))
         except docker.errors.ImageNotFound:
             pass
         progress(f"kafka backend: pulling {image.name} (not on this machine yet)")
-        repository, _, tag = image.name.rpartition(":")
-        error = None
-        try:
-            for event in client.api.pull(repository, tag, stream=True, decode=True):
-                if isinstance(event, dict) and event.get("error"):
-                    error = str(event["error"]).strip()
-        except docker.errors.APIError as exc:
-            error = str(exc.explanation or exc).strip()
+        error = _pull(client, image.name)
         try:
             return _description(client.images.get(image.name))
         except docker.errors.ImageNotFound:
@@ -157,8 +174,31 @@ def provide_image(image: KafkaImage, progress: Progress) -> str:
                 f"the container engine answers but cannot provide {image.name}: "
                 f"{error or 'the pull ended without the image'}"
             ) from None
+    except KafkaContainerError:
+        raise
+    except Exception as exc:
+        raise KafkaContainerError(f"the container engine failed on {image.name}: {exc}") from None
     finally:
         client.close()
+
+
+def _pull(client: Any, name: str) -> str | None:
+    """Pull ``name``; the engine's error, if it reported one, within the deadline."""
+    docker: Any = importlib.import_module("docker")
+    repository, _, tag = name.rpartition(":")
+    deadline = time.monotonic() + _PULL_TIMEOUT_S
+    error = None
+    try:
+        for event in client.api.pull(repository, tag, stream=True, decode=True):
+            if isinstance(event, dict) and event.get("error"):
+                error = str(event["error"]).strip()
+            if time.monotonic() > deadline:
+                return f"the pull did not finish within {_PULL_TIMEOUT_S} s"
+    except docker.errors.APIError as exc:
+        error = str(exc.explanation or exc).strip()
+    except Exception as exc:  # the connection broke or timed out mid-pull
+        error = f"the pull failed: {exc}"
+    return error
 
 
 def _description(found: Any) -> str:
@@ -201,22 +241,38 @@ def running_kafka(
 
     Raises:
         ImageUnavailableError: the engine cannot provide the image.
-        KafkaContainerError: the broker did not start; the message has its last log lines.
+        KafkaContainerError: anything else went wrong (the engine failed, the broker did
+            not start); one line, with the container's last log lines where it ran.
     """
     built = provide_image(image, progress)
-    client = _docker_client(_ENGINE_TIMEOUT_S * 10)
     try:
-        mode = network_mode(engine_name(client), env)
-    finally:
-        client.close()
-    starter = _start_apache if image.kind == "apache" else _start_confluent
-    container = starter(image, mode)
+        client = _docker_client(_ENGINE_TIMEOUT_S * 10)
+        try:
+            mode = network_mode(engine_name(client), env)
+        finally:
+            client.close()
+        container = _created(image, mode)
+    except KafkaContainerError:
+        raise
+    except Exception as exc:
+        raise KafkaContainerError(
+            f"the container engine failed to run {image.name}: {exc}"
+        ) from None
     try:
-        inner = container.get_wrapped_container()
-        bootstrap = f"{container.get_container_host_ip()}:{container.get_exposed_port(_KAFKA_PORT)}"
-        if image.kind == "apache":
-            _write_start_script(inner, bootstrap)
-        _wait_for_start(inner, image)
+        try:
+            inner = container.get_wrapped_container()
+            port = container.get_exposed_port(image.port)
+            bootstrap = f"{container.get_container_host_ip()}:{port}"
+            if image.kind == "apache":
+                _write_start_script(inner, bootstrap)
+                _wait_for_start(inner, image)
+        except KafkaContainerError:
+            raise
+        except Exception as exc:
+            logs = _log_tail(container.get_wrapped_container())
+            raise KafkaContainerError(
+                f"the Kafka container of {image.name} did not start: {exc}{logs}"
+            ) from None
         network = f", network {mode}" if mode else ""
         yield RunningKafka(
             bootstrap,
@@ -224,15 +280,43 @@ def running_kafka(
             lambda: _exit_report(inner, image),
         )
     finally:
+        _remove(container)
+
+
+def _created(image: KafkaImage, mode: str | None) -> Any:
+    """The container, started; the cp-kafka class also waits for its broker to start."""
+    container = _apache_container(image) if image.kind == "apache" else _confluent_container(image)
+    # A random host port on 127.0.0.1 only; testcontainers' own setters take no address.
+    container.ports[str(image.port)] = ("127.0.0.1", None)
+    if mode:
+        container.with_kwargs(network_mode=mode)
+    try:
+        if image.kind == "apache":
+            container.start()
+        else:
+            container.start(timeout=int(START_TIMEOUT_S))
+    except BaseException as exc:
+        # start() can fail after the container exists; it must still be removed.
+        logs = ""
+        if getattr(container, "_container", None) is not None:
+            logs = _log_tail(container.get_wrapped_container())
+        _remove(container)
+        if isinstance(exc, Exception):
+            raise KafkaContainerError(
+                f"the Kafka container of {image.name} did not start: {exc}{logs}"
+            ) from None
+        raise
+    return container
+
+
+def _remove(container: Any) -> None:
+    # Already gone (it died, or someone removed it): nothing left to do, and the error that
+    # brought us here is the one worth reporting.
+    with suppress(Exception):
         container.stop()
 
 
-def _publish_on_loopback(container: Any, port: int) -> None:
-    # A random host port on 127.0.0.1 only; testcontainers' own setter takes no address.
-    container.ports[f"{port}/tcp"] = ("127.0.0.1", None)
-
-
-def _start_apache(image: KafkaImage, mode: str | None) -> Any:
+def _apache_container(image: KafkaImage) -> Any:
     from testcontainers.core.container import DockerContainer
 
     environment = {
@@ -240,7 +324,7 @@ def _start_apache(image: KafkaImage, mode: str | None) -> Any:
         "CLUSTER_ID": _cluster_id(),
         "KAFKA_NODE_ID": "1",
         "KAFKA_PROCESS_ROLES": "broker,controller",
-        "KAFKA_LISTENERS": f"PLAINTEXT://:{_KAFKA_PORT},BROKER://:9093,CONTROLLER://:9094",
+        "KAFKA_LISTENERS": f"PLAINTEXT://:{image.port},BROKER://:9093,CONTROLLER://:9094",
         "KAFKA_LISTENER_SECURITY_PROTOCOL_MAP": (
             "BROKER:PLAINTEXT,PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"
         ),
@@ -252,49 +336,34 @@ def _start_apache(image: KafkaImage, mode: str | None) -> Any:
         "KAFKA_HEAP_OPTS": "-Xms64m -Xmx512m",
         **as_image_environment(ONE_NODE_TEST_SETTINGS),
     }
-    container = DockerContainer(image.name).with_envs(**environment)
+    container = DockerContainer(image.name)
+    for key, value in environment.items():
+        container.with_env(key, value)
     # The broker must advertise the host's port, known only once the container runs: it
     # waits for the start script this process writes then.
-    container.with_command(
+    return container.with_command(
         ["sh", "-c", f"while [ ! -f {_START_SCRIPT} ]; do sleep 0.1; done; exec {_START_SCRIPT}"]
     )
-    _publish_on_loopback(container, _KAFKA_PORT)
-    if mode:
-        container.with_kwargs(network_mode=mode)
-    return _started(container)
 
 
-def _start_confluent(image: KafkaImage, mode: str | None) -> Any:
-    kafka: Any = importlib.import_module("testcontainers.kafka")
-    container = kafka.KafkaContainer(image.name, port=_KAFKA_PORT)
-    # KRaft: cp-kafka 8.x has no ZooKeeper; with_kraft() refuses tags before 7.0.0.
-    container.with_kraft()
-    _publish_on_loopback(container, _KAFKA_PORT)
-    if mode:
-        container.with_kwargs(network_mode=mode)
-    return _started(container)
-
-
-def _started(container: Any) -> Any:
+def _confluent_container(image: KafkaImage) -> Any:
+    kafka: Any = importlib.import_module("testcontainers.community.kafka")
+    # Its own port (9093): the class puts its inter-broker listener on 9092.
+    container = kafka.KafkaContainer(image.name, port=image.port)
     try:
-        container.start()
-    except BaseException as exc:
-        # start() can fail after the container exists; it must still be removed.
-        logs = ""
-        if getattr(container, "_container", None) is not None:
-            logs = _log_tail(container.get_wrapped_container())
-        container.stop()
-        if isinstance(exc, Exception):
-            raise KafkaContainerError(
-                f"the Kafka container did not start: {exc}{logs}".strip()
-            ) from None
-        raise
+        # KRaft: cp-kafka 8.x has no ZooKeeper.
+        container.with_kraft()
+    except ValueError as exc:
+        raise KafkaContainerError(
+            f"KAFKA_IMAGE={image.name} cannot run in KRaft mode: {exc}"
+        ) from None
+    # Confluent's scripts read KAFKA_* variables by the same rule as the official image's.
+    for key, value in as_image_environment(ONE_NODE_TEST_SETTINGS).items():
+        container.with_env(key, value)
     return container
 
 
 def _cluster_id() -> str:
-    import base64
-
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
 
 
@@ -340,10 +409,14 @@ def _wait_for_start(inner: Any, image: KafkaImage) -> None:
 
 
 def _exit_report(inner: Any, image: KafkaImage) -> str | None:
+    docker: Any = importlib.import_module("docker")
     try:
         inner.reload()
-    except Exception as exc:  # removed under us: that is an exit too
-        return f"the Kafka container {inner.short_id} ({image.name}) is gone: {exc}"
+    except docker.errors.NotFound:
+        return f"the Kafka container {inner.short_id} ({image.name}) was removed"
+    except Exception:
+        # A slow answer from a loaded engine says nothing about the broker.
+        return None
     if inner.status not in ("exited", "dead"):
         return None
     code = inner.attrs.get("State", {}).get("ExitCode")

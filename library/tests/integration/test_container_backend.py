@@ -40,7 +40,8 @@ pytestmark = pytest.mark.integration
 
 # No such release: the engine answers, but no registry it can reach has this tag.
 ABSENT_IMAGE = "apache/kafka:9.9.9"
-TESTCONTAINERS_LABEL = "org.testcontainers"
+# Every container testcontainers starts for a session has this label; its Ryuk has not.
+SESSION_LABEL = "org.testcontainers.session-id"
 # A container start (18-24 s measured on a loaded 2-core machine) and the inner run's own.
 INNER_RUN_TIMEOUT_S = 400.0
 CONTAINER_GONE_TIMEOUT_S = 60.0
@@ -52,15 +53,21 @@ def docker() -> Iterator[Any]:
     if not docker_is_available():
         reason = "no container engine answers Docker's API (DOCKER_HOST?)"
         if os.environ.get("CI"):
-            pytest.fail(f"CI runs the container tests, but {reason}: see .ci/podman")
+            pytest.fail(f"CI runs the container tests, but {reason}: see .ci/podman", pytrace=False)
         pytest.skip(reason)
     client = importlib.import_module("docker").from_env(timeout=30)
     yield client
     client.close()
 
 
+@pytest.fixture(autouse=True)
+def default_image(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The default image, whatever KAFKA_IMAGE the session was given."""
+    monkeypatch.delenv("KAFKA_IMAGE", raising=False)
+
+
 def labelled_containers(docker: Any) -> set[str]:
-    containers = docker.containers.list(all=True, filters={"label": f"{TESTCONTAINERS_LABEL}"})
+    containers = docker.containers.list(all=True, filters={"label": SESSION_LABEL})
     return {container.id for container in containers}
 
 
@@ -94,6 +101,9 @@ def test_auto_names_the_engines_pull_error_and_takes_the_next_backend(
     docker: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("KAFKA_IMAGE", ABSENT_IMAGE)
+    # auto, whatever backend this session runs on.
+    monkeypatch.setenv("KAFKA_BACKEND", "auto")
+    monkeypatch.delenv("KAFKA_BOOTSTRAP_SERVERS", raising=False)
     notes: list[str] = []
 
     choice = resolve_backend_choice(
@@ -163,7 +173,9 @@ def test_kills_the_container(kafka_backend):
     port = kafka_backend.bootstrap_servers.rsplit(":", 1)[1]
     [container] = [
         container
-        for container in docker.from_env().containers.list(filters={"label": "org.testcontainers"})
+        for container in docker.from_env().containers.list(
+            filters={"label": "org.testcontainers.session-id"}
+        )
         if container.ports.get("9092/tcp", [{}])[0].get("HostPort") == port
     ]
     container.kill()
