@@ -133,17 +133,20 @@ def test_second(kafka_backend):
 """
 
 
-def inner_env(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+def inner_run_on_containers(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tests: str
+) -> None:
+    """An inner test session of ``tests`` with this suite's conftest, on the container backend."""
     pytester.makeconftest((Path(__file__).resolve().parents[1] / "conftest.py").read_text())
+    pytester.makepyfile(test_inner=tests)
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(path for path in sys.path if path))
+    monkeypatch.setenv("KAFKA_BACKEND", "testcontainers")
 
 
 def test_an_explicit_choice_stops_the_run_with_the_pull_error_in_one_line(
     docker: Any, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    inner_env(pytester, monkeypatch)
-    pytester.makepyfile(test_inner=INNER_NEEDS_KAFKA)
-    monkeypatch.setenv("KAFKA_BACKEND", "testcontainers")
+    inner_run_on_containers(pytester, monkeypatch, INNER_NEEDS_KAFKA)
     monkeypatch.setenv("KAFKA_IMAGE", ABSENT_IMAGE)
 
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", timeout=INNER_RUN_TIMEOUT_S)
@@ -190,9 +193,7 @@ def test_needs_the_broker(kafka_backend):
 def test_a_container_that_dies_mid_suite_fails_the_tests_that_need_it_with_its_log(
     docker: Any, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    inner_env(pytester, monkeypatch)
-    pytester.makepyfile(test_inner=INNER_KILLS_ITS_CONTAINER)
-    monkeypatch.setenv("KAFKA_BACKEND", "testcontainers")
+    inner_run_on_containers(pytester, monkeypatch, INNER_KILLS_ITS_CONTAINER)
     before = labelled_containers(docker)
 
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", timeout=INNER_RUN_TIMEOUT_S)
@@ -222,10 +223,8 @@ def test_waits(kafka_backend):
 def test_an_interrupted_run_leaves_no_container(
     docker: Any, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    inner_env(pytester, monkeypatch)
-    pytester.makepyfile(test_inner=INNER_WAITS)
+    inner_run_on_containers(pytester, monkeypatch, INNER_WAITS)
     ready = tmp_path / "ready"
-    monkeypatch.setenv("KAFKA_BACKEND", "testcontainers")
     monkeypatch.setenv("READY_FILE", str(ready))
     before = labelled_containers(docker)
 
