@@ -324,7 +324,7 @@ def resolve_backend_choice(
 
     Raises:
         KafkaBackendError: ``KAFKA_BACKEND`` is not one of :data:`BACKEND_CHOICES`, or auto
-            reached the apache backend and ``KAFKA_VERSION`` is invalid.
+            reached a backend whose setting is invalid (``KAFKA_IMAGE``, ``KAFKA_VERSION``).
     """
     raw = env.get(BACKEND_ENV_VAR, "")
     choice = raw.strip().lower() or "auto"
