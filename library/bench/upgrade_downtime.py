@@ -93,6 +93,7 @@ from pyspark_kafka_upgrade.errors import (  # noqa: E402
     PipelineError,
 )
 from pyspark_kafka_upgrade.example.pipeline import PROJECT  # noqa: E402
+from pyspark_kafka_upgrade.model.plan import UpgradePlan  # noqa: E402
 from pyspark_kafka_upgrade.model.scans import ScanRange  # noqa: E402
 from pyspark_kafka_upgrade.planner.decide import (  # noqa: E402
     ScanRequest,
@@ -648,7 +649,9 @@ def _measure_downtime(
         with commands.launched(pipeline.run(new_version)) as driver:
             started = first_commit(driver, checkpoint, generation + 1, after=None, what=what)
             next_exit = settle_and_stop(driver, checkpoint, stream, what, result)
-        plan = json.loads(plan_file.read_text())
+        # The library's own record: a change to the plan's JSON is read, or refused, as
+        # `upgrade apply` reads it, never met as a missing key.
+        plan = UpgradePlan.from_json(json.loads(plan_file.read_text()))
         problems = check_plan(plan, generation, old_events, old_ends, old_watermark, stream)
         result.wrong += [f"{what}: {problem}" for problem in problems]
         if not problems:
@@ -670,10 +673,7 @@ def _measure_downtime(
             first_batch_rows=batch_rows(driver, started.batch),
             load=load,
             others_cpu_s=others.between(exited_at, started.commit_at),
-            replayed=sum(
-                int(part["old_end_offset"]) - int(part["restart_offset"])
-                for part in plan["partitions"]
-            ),
+            replayed=plan.records_to_replay or 0,
         )
         result.restarts.append(upgrade)
         say(f"  {describe(upgrade)}")
@@ -789,7 +789,7 @@ def settle_and_stop(
 
 
 def check_plan(
-    plan: dict[str, Any],
+    plan: UpgradePlan,
     generation: int,
     old_events: Sequence[oracle.Event],
     old_ends: dict[int, int],
@@ -798,36 +798,36 @@ def check_plan(
 ) -> list[str]:
     """The plan against the events as produced: what it says must follow from them alone."""
     wrong = []
-    moves = (plan.get("from_generation"), plan.get("to_generation"))
+    moves = (plan.from_generation, plan.to_generation)
     if moves != (generation, generation + 1):
         wrong.append(f"the plan moves generations {moves}, expected {(generation, generation + 1)}")
-    if plan.get("watermark_ms") != watermark:
-        wrong.append(f"W = {plan.get('watermark_ms')}, expected {watermark} (newest event - delay)")
+    if plan.watermark_ms != watermark:
+        wrong.append(f"W = {plan.watermark_ms}, expected {watermark} (newest event - delay)")
     t_min = watermark - watermark % WINDOW_MS  # the start of the window W falls in
     new_events = stream.events[len(old_events) :]
-    partitions = {int(part["partition"]): part for part in plan.get("partitions", [])}
+    partitions = {part.partition: part for part in plan.partitions}
     if sorted(partitions) != list(range(PARTITIONS)):
         wrong.append(f"the plan has partitions {sorted(partitions)}")
     for number, part in sorted(partitions.items()):
         mine = [event for event in old_events if event.partition == number]
         restart = next((e.offset for e in mine if e.time_ms >= t_min), old_ends[number])
-        found = (part.get("old_end_offset"), part.get("restart_offset"))
+        found = (part.old_end_offset, part.restart_offset)
         if found != (old_ends[number], restart):
             wrong.append(
                 f"partition {number}: old end and restart offsets {found}, expected "
                 f"{(old_ends[number], restart)} (T_min {oracle.clock(t_min)})"
             )
-        scan = part.get("replay_scan")
+        scan = part.replay_scan
         if scan is not None:
-            start = int(scan["batch_level_offset"])
+            start = scan.batch_level_offset
             feeding = sum(1 for e in mine if e.offset >= start and e.time_ms >= t_min)
-            if (scan["feeding_records"], scan["malformed_records"]) != (feeding, 0):
+            if (scan.feeding_records, scan.malformed_records) != (feeding, 0):
                 wrong.append(f"partition {number}: replay scan {scan}, expected {feeding} feeding")
-        waiting_scan = part.get("waiting_scan")
+        waiting_scan = part.waiting_scan
         arrived = sum(1 for event in new_events if event.partition == number)
         if waiting_scan is None or (
-            waiting_scan["scanned_records"],
-            waiting_scan["late_records"],
+            waiting_scan.scanned_records,
+            waiting_scan.late_records,
         ) != (arrived, 0):
             wrong.append(
                 f"partition {number}: waiting scan {waiting_scan}, expected {arrived}, 0 late"
