@@ -1,11 +1,13 @@
 """The library passes its own suites, as its CI would run them: lint, unit and integration on
 the newest Spark it supports on Apache Kafka as a local process, and its proofs again on the
 oldest Spark on a Kafka container (Testcontainers), with Spark's built-in connector (the
-default project's own suite runs the pip-only one), nothing skipped.
+default project's own suite runs the pip-only one), nothing skipped. Its benchmarks run once
+on small data, so that none can rot unseen.
 """
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -70,3 +72,41 @@ def test_the_librarys_proofs_hold_on_the_oldest_spark_on_a_kafka_container(
     lines = check_suite_run(label, result.stdout, CONNECTOR, (PROOF, KILLS))
     check_container_header(lines, kafka_image)
     assert f"Spark {pins['pyspark']}, master local[1])" in result.stdout
+
+
+# Every benchmark and the figures it must produce: one per connector where it applies.
+BENCH_FIGURES = {
+    "planner": {"planner.growth", "planner.budget"},
+    "replay": {"replay.amplification"},
+    "source": {"source.pykafka_over_builtin"},
+    "listener": {"listener.sqlite", "listener.filesystem", "listener.postgres"},
+    "scan": {"scan.throughput", "scan.memory"},
+    "verify": {"verify.throughput.pykafka", "verify.throughput.builtin", "verify.memory"},
+    "upgrade": {"upgrade.downtime.pykafka", "upgrade.downtime.builtin"},
+}
+
+
+def test_the_librarys_benchmarks_run_once_on_small_data_and_their_checks_hold(
+    tmp_path: Path,
+) -> None:
+    # make bench-quick exits 1 on a crash or a failed check of correctness (a window written
+    # twice, a plan that disagrees with the events), never on speed.
+    result = run_tool(
+        ["make", "bench-quick", f"VENV={sys.prefix}", f"BENCH_ARGS=--results {tmp_path}"],
+        cwd=LIBRARY,
+        env={"KAFKA_BACKEND": "apache"},
+        timeout=1200,
+    )
+    print(result.stdout)
+    [path] = tmp_path.glob("*-quick.json")
+    run = json.loads(path.read_text())
+    assert run["environment"]["connectors"] == ["python", "builtin"]
+    assert run["environment"]["backend"] == "apache"
+    outcomes = {outcome["benchmark"]: outcome for outcome in run["outcomes"]}
+    assert {name: outcome["status"] for name, outcome in outcomes.items()} == dict.fromkeys(
+        BENCH_FIGURES, "ok"
+    )
+    figures = {
+        name: {figure["key"] for figure in outcome["figures"]} for name, outcome in outcomes.items()
+    }
+    assert figures == BENCH_FIGURES

@@ -24,14 +24,15 @@ import pyspark_kafka_upgrade as package
 
 PACKAGE_DIR = Path(package.__file__).parent
 PACKAGE = package.__name__
-PYPROJECT = PACKAGE_DIR.parents[1] / "pyproject.toml"
+LIBRARY = PACKAGE_DIR.parents[1]
+PYPROJECT = LIBRARY / "pyproject.toml"
 CONTRACTS = tomllib.loads(PYPROJECT.read_text(encoding="utf-8"))["tool"]["importlinter"][
     "contracts"
 ]
 
 
 def _layered_names() -> set[str]:
-    [contract] = [c for c in CONTRACTS if c["type"] == "layers"]
+    [contract] = [c for c in CONTRACTS if c.get("containers") == [PACKAGE]]
     layers: list[str] = contract["layers"]
     return {name.strip() for layer in layers for name in re.split(r"[|:]", layer)}
 
@@ -166,6 +167,25 @@ def test_the_contracts_fail_on_a_forbidden_import(
         )
     previous = target.read_text() if target.exists() else ""
     target.write_text(previous + f"\n{line}  # noqa\n")
+    contract = {
+        "Layers": "Layers: entry > use cases",
+        "imports no Spark": "The pure core imports no Spark",
+        None: "No import cycles between siblings",
+    }[broken]
+    # The copy first; bench/, the other root package, from the library.
+    check_broken(contract, tmp_path, [tmp_path / "src", LIBRARY])
+
+
+def test_the_benchmarks_contract_fails_when_the_record_imports_the_kit(tmp_path: Path) -> None:
+    copy = tmp_path / "bench"
+    shutil.copytree(LIBRARY / "bench", copy, ignore=shutil.ignore_patterns("__pycache__"))
+    record = copy / "record.py"
+    record.write_text(record.read_text() + "\nfrom bench.kit import timing  # noqa\n")
+    check_broken("Benchmarks: cli > benchmarks", tmp_path, [tmp_path, LIBRARY / "src"])
+
+
+def check_broken(contract: str, cwd: Path, path: list[Path]) -> None:
+    """lint-imports on the code found on ``path`` fails, and names ``contract`` BROKEN."""
     command = Path(sys.executable).with_name("lint-imports")
     done = subprocess.run(
         [str(command), "--config", str(PYPROJECT), "--no-cache"],
@@ -173,16 +193,11 @@ def test_the_contracts_fail_on_a_forbidden_import(
         text=True,
         timeout=120,
         check=False,
-        cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": str(tmp_path / "src")},
+        cwd=cwd,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(map(str, path))},
     )
     assert done.returncode == 1, done.stdout
     # The contract's name and its verdict share a line (the name may wrap before "BROKEN").
     text = " ".join(done.stdout.split())
-    contract = {
-        "Layers": "Layers: entry > use cases",
-        "imports no Spark": "The pure core imports no Spark",
-        None: "No import cycles between siblings",
-    }[broken]
     verdict = text[text.index(contract) :].split("KEPT")[0]
     assert "BROKEN" in verdict and verdict.index("BROKEN") < 200, done.stdout

@@ -19,8 +19,8 @@ from pyspark_kafka_upgrade.kafka.initial_offsets import load_initial_offsets
 from pyspark_kafka_upgrade.kafka.options import SourceOptions
 from pyspark_kafka_upgrade.model.facts import BrokerFacts, UpgradeFacts
 from pyspark_kafka_upgrade.model.history import (
-    BatchFacts,
     FlatOffsets,
+    ledger_facts,
 )
 from pyspark_kafka_upgrade.model.ledger import GenerationRecord
 from pyspark_kafka_upgrade.model.plan import UpgradePlan
@@ -76,7 +76,7 @@ def gather(
     layout = GenerationLayout(root, old.generation)
     state = read_checkpoint(layout.checkpoint)
     checkpoint = checkpoint_facts(state)
-    ledger = tuple(map(BatchFacts.from_record, store.batches(old.pipeline, old.generation)))
+    ledger = ledger_facts(store.batches(old.pipeline, old.generation))
     stored = load_initial_offsets(layout.initial_offsets)
     initial = None if stored is None else flatten(stored)
     number = next_number or next_generation(store, old.pipeline)

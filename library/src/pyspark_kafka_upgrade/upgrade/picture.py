@@ -10,7 +10,7 @@ from pathlib import Path
 
 from pyspark_kafka_upgrade.errors import PipelineError
 from pyspark_kafka_upgrade.kafka.initial_offsets import load_initial_offsets
-from pyspark_kafka_upgrade.model.history import BatchFacts
+from pyspark_kafka_upgrade.model.history import ledger_facts
 from pyspark_kafka_upgrade.model.plan import UpgradePlan
 from pyspark_kafka_upgrade.model.store import OffsetStore
 from pyspark_kafka_upgrade.picture.layout import plan_picture
@@ -24,7 +24,7 @@ __all__ = ["check_plot_path", "draw_plan"]
 def draw_plan(store: OffsetStore, plan: UpgradePlan, path: Path) -> str:
     """Write the picture of ``plan`` to ``path``; the sentence that says where."""
     records = store.batches(plan.pipeline, plan.from_generation)
-    batches = tuple(map(BatchFacts.from_record, records))
+    batches = ledger_facts(records)
     try:
         stored = load_initial_offsets(
             GenerationLayout(plan.root, plan.from_generation).initial_offsets

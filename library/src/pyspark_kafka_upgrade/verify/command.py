@@ -22,7 +22,7 @@ from pyspark_kafka_upgrade.kafka.connector import open_metadata, read_kafka_rang
 from pyspark_kafka_upgrade.kafka.initial_offsets import load_initial_offsets
 from pyspark_kafka_upgrade.ledger.opening import ledger_exists, open_store
 from pyspark_kafka_upgrade.model.errors import NoLedgerError
-from pyspark_kafka_upgrade.model.history import BatchFacts, CheckpointBatch
+from pyspark_kafka_upgrade.model.history import CheckpointBatch, ledger_facts
 from pyspark_kafka_upgrade.model.ledger import GenerationRecord
 from pyspark_kafka_upgrade.model.plan import UpgradePlan
 from pyspark_kafka_upgrade.model.signature import PipelineSignature
@@ -207,7 +207,7 @@ def _generation(
         status=record.status,
         signature=PipelineSignature.from_json(record.signature),
         plan=None if record.plan is None else UpgradePlan.from_json(record.plan),
-        ledger=tuple(map(BatchFacts.from_record, store.batches(pipeline, record.generation))),
+        ledger=ledger_facts(store.batches(pipeline, record.generation)),
         checkpoint=retained,
         initial_offsets=None if initial is None else flatten(initial),
         gap_batch_ids=tuple(

@@ -1,102 +1,34 @@
-"""What the benchmarks share: filling a topic, the Spark session, the windowed job, timings.
-
-The scripts put the project directory and ``tests/`` on ``sys.path`` before importing this,
-so that the broker helpers come from the tests rather than a copy.
-"""
+"""The Spark session and the pipeline's windowed job, run to the end of a topic."""
 
 from __future__ import annotations
 
-import statistics
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
-import pyspark_kafka_upgrade.testing.kafka_backends as brokers
 import support.pipelines as pipelines
+from bench.kit.context import Connector
 from pyspark_kafka_upgrade.example import query
-from pyspark_kafka_upgrade.kafka.connector import (
-    read_kafka_stream,
-)
+from pyspark_kafka_upgrade.kafka.connector import read_kafka_stream
 from pyspark_kafka_upgrade.query import columns
 from pyspark_kafka_upgrade.run.bookkeeping import GenerationStart
 from pyspark_kafka_upgrade.run.queries import recipe_of
-from pyspark_kafka_upgrade.settings import (
-    Settings,
-)
-from pyspark_kafka_upgrade.sink.writer import (
-    Trigger,
-    start_file_sink,
-)
+from pyspark_kafka_upgrade.settings import Settings
+from pyspark_kafka_upgrade.sink.writer import Trigger, start_file_sink
 from pyspark_kafka_upgrade.spark import parsing, steps
-from pyspark_kafka_upgrade.spark.session import (
-    build_spark_session,
-)
-
-# Records per produce() call: bounds the producer's memory, whatever --records says.
-_CHUNK = 50_000
-_PRODUCE_TIMEOUT_S = 120.0
-# Event times of consecutive page views: 300,000 events span about 50 ten-minute windows.
-EVENT_STEP_MS = 100
+from pyspark_kafka_upgrade.spark.session import build_spark_session
 
 
-@dataclass(frozen=True)
-class Measurement:
-    reader: str
-    kind: str
-    records: int
-    # Wall time per run; for Spark that includes starting and stopping the query.
-    seconds: list[float]
-
-    @property
-    def best_rate(self) -> float:
-        return self.records / min(self.seconds)
-
-    @property
-    def median_rate(self) -> float:
-        return self.records / statistics.median(self.seconds)
+class JobError(RuntimeError):
+    """The windowed job did not finish, or failed."""
 
 
-def time_it(action: Callable[[], int], expected: int) -> float:
-    started = time.perf_counter()
-    seen = action()
-    elapsed = time.perf_counter() - started
-    if seen != expected:
-        raise SystemExit(f"read {seen} records, expected {expected}")
-    return elapsed
-
-
-def fill_topic(
-    bootstrap: str,
-    topic: str,
-    records: int,
-    partitions: int,
-    make: Callable[[range], Iterable[brokers.Record]],
-) -> None:
-    """Create ``topic`` and produce ``records`` records, ``make`` building each chunk's."""
-    brokers.create_topic(bootstrap, topic, partitions)
-    for start in range(0, records, _CHUNK):
-        brokers.produce(
-            bootstrap,
-            topic,
-            make(range(start, min(start + _CHUNK, records))),
-            timeout=_PRODUCE_TIMEOUT_S,
-        )
-
-
-def page_views(indices: range, partitions: int, articles: Sequence[str]) -> list[brokers.Record]:
-    """Valid page views number ``indices``: the windowed job aggregates every one of them."""
-    first = pipelines.BASE_MS + indices.start * EVENT_STEP_MS
-    return pipelines.page_views(
-        articles, range(first, first + len(indices) * EVENT_STEP_MS, EVENT_STEP_MS), partitions
-    )
-
-
-def with_connector(settings: Settings, connector: Literal["python", "builtin"]) -> Settings:
+def with_connector(settings: Settings, connector: Connector) -> Settings:
     return replace(settings, kafka=replace(settings.kafka, connector=connector))
 
 
@@ -202,25 +134,21 @@ def run_windowed_job(
     )
     if not query.awaitTermination(timeout_s):
         query.stop()
-        raise SystemExit(f"query {name} did not finish within {timeout_s} s")
+        raise JobError(f"query {name} did not finish within {timeout_s} s")
     wall = time.perf_counter() - started
     error = query.exception()
     if error is not None:
-        raise SystemExit(f"query {name} failed: {error}")
+        raise JobError(f"query {name} failed: {error}")
     return JobRun(output, started_at, wall, list(query.recentProgress))
 
 
-def fill_topic_reporting(
-    bootstrap: str,
-    topic: str,
-    records: int,
-    partitions: int,
-    make: Callable[[range], Iterable[brokers.Record]],
-    progress: Callable[[int], None],
-) -> None:
-    """:func:`fill_topic`, calling ``progress`` with the records produced after each chunk."""
-    brokers.create_topic(bootstrap, topic, partitions)
-    for start in range(0, records, _CHUNK):
-        end = min(start + _CHUNK, records)
-        brokers.produce(bootstrap, topic, make(range(start, end)), timeout=_PRODUCE_TIMEOUT_S)
-        progress(end)
+def shared_session(
+    workdir: Path, bootstrap: str, connectors: tuple[Connector, ...]
+) -> SparkSession:
+    """The run's one session; built for the built-in connector when it is chosen, since its
+    jars load only with the first SparkContext (the pykafka source needs none)."""
+    connector: Connector = "builtin" if "builtin" in connectors else "python"
+    settings = pipelines.pipeline_settings(
+        workdir / "shared-session", bootstrap, "bench", f"kafka.connector={connector}"
+    )
+    return start_spark(settings, "bench", shuffle_partitions=settings.pipeline.state_partitions)

@@ -1,0 +1,14 @@
+"""Every benchmark, in the order a run takes them: the pure ones first, the slowest last."""
+
+from bench.benchmarks import listener, planner, replay, scan, source, upgrade, verify
+from bench.kit.context import Benchmark
+
+BENCHMARKS: tuple[Benchmark, ...] = (
+    planner.BENCHMARK,
+    replay.BENCHMARK,
+    source.BENCHMARK,
+    listener.BENCHMARK,
+    scan.BENCHMARK,
+    verify.BENCHMARK,
+    upgrade.BENCHMARK,
+)
