@@ -80,7 +80,7 @@ BENCH_FIGURES = {
     "replay": {"replay.amplification"},
     "source": {"source.pykafka_over_builtin"},
     "listener": {"listener.sqlite", "listener.filesystem", "listener.postgres"},
-    "scan": {"scan.throughput", "scan.memory"},
+    "scan": {"scan.throughput", "scan.throughput.workers2", "scan.memory"},
     "verify": {"verify.throughput.pykafka", "verify.throughput.builtin", "verify.memory"},
     "upgrade": {"upgrade.downtime.pykafka", "upgrade.downtime.builtin"},
 }
