@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -67,8 +66,7 @@ class JobRun:
     """One Trigger.AvailableNow run of the windowed job into the append file sink."""
 
     output: Path
-    # When start() was called (epoch), and how long until the query had stopped.
-    started_at: float
+    # From start() until the query had stopped.
     wall_s: float
     progress: list[Mapping[str, Any]]
 
@@ -83,24 +81,6 @@ class JobRun:
             for p in self.progress
             if p["numInputRows"] or not with_input_only
         ]
-
-    def duration_ms(self) -> dict[str, int]:
-        """Each phase of Spark's durationMs, summed over the run's batches."""
-        totals: dict[str, int] = {}
-        for progress in self.progress:
-            for phase, ms in progress["durationMs"].items():
-                totals[phase] = totals.get(phase, 0) + int(ms)
-        return totals
-
-    def wall_split(self) -> dict[str, float]:
-        """Where the wall time went: seconds before the first batch, in batches, and after.
-
-        "after" also holds the gaps between batches, which AvailableNow runs back to back.
-        """
-        first = datetime.fromisoformat(self.progress[0]["timestamp"]).timestamp()
-        before = first - self.started_at
-        batches = sum(self.batch_seconds(with_input_only=False))
-        return {"before": before, "batches": batches, "after": self.wall_s - before - batches}
 
     def observed(self, metric: str) -> int:
         """A batch metric of ``observe_batch_metrics``, summed over the run's batches."""
@@ -122,7 +102,6 @@ def run_windowed_job(
     checkpoint = workdir / name / "checkpoint"
     output = workdir / name / "out"
     frame = windowed_job(spark, settings, checkpoint, observed=observed)
-    started_at = time.time()
     started = time.perf_counter()
     query = start_file_sink(
         frame,
@@ -139,7 +118,7 @@ def run_windowed_job(
     error = query.exception()
     if error is not None:
         raise JobError(f"query {name} failed: {error}")
-    return JobRun(output, started_at, wall, list(query.recentProgress))
+    return JobRun(output, wall, list(query.recentProgress))
 
 
 def shared_session(
