@@ -82,12 +82,12 @@ def ledger_facts(records: Iterable[BatchRecord]) -> tuple[BatchFacts, ...]:
     its full collections, which rescan everything alive, doubled the time (make bench's
     planner.growth, profiled).
     """
-    paused = gc.isenabled()
+    was_enabled = gc.isenabled()
     gc.disable()
     try:
         return tuple(map(BatchFacts.from_record, records))
     finally:
-        if paused:
+        if was_enabled:
             gc.enable()
 
 
