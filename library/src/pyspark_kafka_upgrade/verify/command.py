@@ -13,7 +13,7 @@ import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
 from pyspark_kafka_upgrade.checkpoint.reader import checkpoint_facts, read_checkpoint
 from pyspark_kafka_upgrade.errors import PipelineError
@@ -104,6 +104,41 @@ def verify_pipeline(
     """Reconcile the output of ``settings``' pipeline with its source; the typed report."""
     sessions = spark if callable(spark) else (lambda: spark)
     facts = gather(settings, sessions)
+    session = sessions()
+    root = absolute_uri(settings.pipeline.root)
+    outputs = [output for output in describe_generations(root) if output.has_output]
+    written = (
+        read_generations(session, outputs, file_format=settings.sink.format) if outputs else None
+    )
+    return verify_facts(
+        facts,
+        scope,
+        spark=session,
+        read_back=lambda plan: read_kafka_range(session, settings.kafka, plan.start, plan.end),
+        written=written,
+        rules=Parsing(
+            events=settings.project.events,
+            time_source=settings.events.time_source,
+            time_field=settings.events.time_field,
+            max_value_bytes=settings.events.max_value_bytes,
+        ),
+        progress=progress,
+    )
+
+
+def verify_facts(
+    facts: VerifyFacts,
+    scope: VerifyRange,
+    *,
+    spark: SparkSession,
+    read_back: Callable[[ReadPlan], DataFrame],
+    written: DataFrame | None,
+    rules: Parsing,
+    progress: bool = False,
+) -> VerifyReport:
+    """Decide and compute, once the world is read: ``facts`` (ledger, checkpoints, brokers),
+    ``written`` (every generation's committed output) and ``read_back`` (the records of a
+    read plan). Its own function so that a model can feed it histories it made up."""
     scopes = generation_scopes(facts)
     known = {generation.generation for generation in facts.generations}
     wanted = scope.generations
@@ -117,25 +152,13 @@ def verify_pipeline(
     plan = read_plan(scopes, facts.earliest, from_ms=from_ms, to_ms=scope.to_ms)
     if not plan.start:
         raise NothingToVerifyError(
-            f"no committed batch of {settings.pipeline.name!r} read an event from "
+            f"no committed batch of {facts.pipeline!r} read an event from "
             f"{clock(from_ms)} on: nothing to verify (see --from)"
         )
-    session = sessions()
-    root = absolute_uri(settings.pipeline.root)
-    outputs = [output for output in describe_generations(root) if output.has_output]
-    written = (
-        read_generations(session, outputs, file_format=settings.sink.format) if outputs else None
-    )
-    raw = read_kafka_range(session, settings.kafka, plan.start, plan.end)
-    rules = Parsing(
-        events=settings.project.events,
-        time_source=settings.events.time_source,
-        time_field=settings.events.time_field,
-        max_value_bytes=settings.events.max_value_bytes,
-    )
-    with job_progress(session, "verify", enabled=progress):
+    raw = read_back(plan)
+    with job_progress(spark, "verify", enabled=progress):
         result = reconcile(
-            session,
+            spark,
             raw,
             written,
             scopes,
@@ -146,7 +169,7 @@ def verify_pipeline(
             only=wanted,
         )
     return VerifyReport(
-        pipeline=settings.pipeline.name,
+        pipeline=facts.pipeline,
         from_ms=from_ms,
         to_ms=scope.to_ms,
         generations=tuple(s.generation for s in scopes if wanted is None or s.generation in wanted),
@@ -158,7 +181,7 @@ def verify_pipeline(
         quarantined=result.quarantined,
         quarantined_sample=tuple(QuarantinedRecord(*record) for record in result.quarantine_sample),
         deleted=plan.deleted,
-        notes=tuple(_notes(facts, scopes, plan, settings)),
+        notes=tuple(_notes(facts, scopes, plan)),
         offsets_read={"start": plan.offsets_json(plan.start), "end": plan.offsets_json(plan.end)},
     )
 
@@ -228,9 +251,7 @@ def _partitions(generation: GenerationFacts) -> Iterable[PartitionKey]:
 # -- Notes: what the report cannot say ---------------------------------------------------------
 
 
-def _notes(
-    facts: VerifyFacts, scopes: Sequence[GenerationScope], plan: ReadPlan, settings: Settings
-) -> list[str]:
+def _notes(facts: VerifyFacts, scopes: Sequence[GenerationScope], plan: ReadPlan) -> list[str]:
     notes = []
     current = {g.signature.query for g in facts.generations if g.signature.query is not None}
     if len(current) > 1:
