@@ -2,7 +2,9 @@
 
 Later layers win: the project's ``defaults.toml`` (shipped in its package, written from the
 template answers) < the config file < environment variables < ``--set section.key=value``.
-Every value remembers where it came from, so an error names the exact place to fix.
+Every value remembers where it came from, so an error names the exact place to fix. A TOML
+value must already have its setting's type (``5`` is no host name); text from the
+environment and flags is parsed into it.
 """
 
 from __future__ import annotations
@@ -10,10 +12,12 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import tomllib
 import typing
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import date, time
 from pathlib import Path
 from typing import Any, Literal
 
@@ -241,10 +245,44 @@ SECTIONS: dict[str, type[Any]] = {
 }
 
 
+# A right value for each setting whose type alone does not show one (true or false, and a
+# fixed choice, need none), in TOML: a value of the wrong type is answered with it.
+_EXAMPLES: dict[str, str] = {
+    "pipeline.name": '"page-views-pipeline"',
+    "pipeline.root": '"data"',
+    "pipeline.state_partitions": "8",
+    "kafka.bootstrap_servers": '"localhost:9092"',
+    "kafka.topics": '["page-views"]',
+    "kafka.starting_offsets": '"earliest"',
+    "kafka.max_offsets_per_trigger": "10000",
+    # Kafka takes every option as text: the slip to expect is a number without quotes.
+    "kafka.options": '{"request.timeout.ms" = "30000"}',
+    "kafka.sasl_username": '"pipeline"',
+    "kafka.sasl_password_env": '"KAFKA_PASSWORD"',
+    "kafka.sasl_password_file": '"/var/run/secrets/kafka/password"',
+    "window.duration": '"10 minutes"',
+    "window.watermark_delay": '"5 minutes"',
+    "window.slide": '"5 minutes"',
+    "events.time_field": '"event_time"',
+    "events.max_value_bytes": "262144",
+    "aggregation.keys": '["article_id"]',
+    "aggregation.metrics": '{views = "count(*)"}',
+    "sink.trigger_interval": '"10 seconds"',
+    "ledger.location": '"data/ledger.sqlite"',
+}
+
+
 @dataclass(frozen=True, slots=True)
 class SourcedValue:
     value: object
     source: str
+    # Read from TOML (the package defaults, a config file), where every value has a type:
+    # it must already be the setting's. Text from the environment and --set is parsed.
+    typed: bool = False
+
+    def shown(self) -> str:
+        """The value as its source spells it: TOML for a file, Python's repr for text."""
+        return _toml(self.value) if self.typed else repr(self.value)
 
 
 Layer = dict[str, dict[str, SourcedValue]]
@@ -310,7 +348,7 @@ def _passwords_in_files(layer: Layer) -> Iterator[str]:
     options = layer.get("kafka", {}).get("options")
     if options is None or not isinstance(options.value, dict):
         return
-    if options.source.startswith(("env ", "--set")):
+    if not options.typed:
         return
     for key in sorted(options.value):
         name = key.removeprefix("kafka.")
@@ -367,9 +405,14 @@ def _layer_from_document(document: Mapping[str, object], *, source: str) -> Laye
             )
         if not isinstance(table, dict):
             raise ConfigError(f"{section_name} in {source} must be a table")
+        hints = typing.get_type_hints(SECTIONS[section_name])
         for key, value in table.items():
             _check_known(section_name, key, source)
-            layer.setdefault(section_name, {})[key] = SourcedValue(value, source)
+            sourced = SourcedValue(value, source, typed=True)
+            # Checked here, not only if it wins: a file with a wrong type is wrong even
+            # while the environment or --set hides it.
+            _check_type(sourced, hints[key], f"{section_name}.{key}")
+            layer.setdefault(section_name, {})[key] = sourced
     return layer
 
 
@@ -437,7 +480,11 @@ def _build(layer: Layer, project: Project) -> tuple[Settings, dict[str, str]]:
             key = f"{section_name}.{f.name}"
             if f.name in values:
                 raw = values[f.name]
-                kwargs[f.name] = _coerce(raw.value, hints[f.name], key, raw.source)
+                kwargs[f.name] = (
+                    _check_type(raw, hints[f.name], key)
+                    if raw.typed
+                    else _coerce(raw.value, hints[f.name], key, raw.source)
+                )
                 sources[key] = raw.source
             elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
                 raise ConfigError(f"{key} is required; set it in the config file or with --set")
@@ -456,10 +503,159 @@ def _blame(section_name: str, values: Mapping[str, SourcedValue], error: Invalid
     raw = values.get(error.field or "")
     if raw is None:
         return f"{key} (built-in default): {error}"
-    return f"{key} = {raw.value!r} (from {raw.source}): {error}"
+    return f"{key} = {raw.shown()} (from {raw.source}): {error}"
+
+
+def _check_type(raw: SourcedValue, hint: object, key: str) -> object:
+    """A TOML value, if it has the type ``hint`` needs. TOML gives each value a type, so
+    another type is a slip to show (``5`` for a host), never a value to convert."""
+    value = raw.value
+
+    def bad(rule: str, fix: str = "") -> ConfigError:
+        return ConfigError(f"{key} = {raw.shown()} (from {raw.source}): {rule}{fix and '; '}{fix}")
+
+    example = _EXAMPLES.get(key)
+    like = f", e.g. {example}" if example else ""
+    origin = typing.get_origin(hint)
+    if origin is Literal:
+        choices = typing.get_args(hint)
+        if isinstance(value, str) and value in choices:
+            return value
+        raise bad(f"must be one of {', '.join(map(_toml, choices))}")
+    if hint is bool:
+        if isinstance(value, bool):
+            return value
+        quoted = isinstance(value, str) and value.strip().lower() in {"true", "false"}
+        raise bad("must be true or false", "write it without quotes" if quoted else "")
+    if hint is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        raise bad(f"must be a whole number{like}", _whole_number_fix(value))
+    if hint is str:
+        if isinstance(value, str):
+            return value
+        raise bad(f"must be text{like}", _text_fix(key, value))
+    if origin is tuple:
+        if isinstance(value, list) and all(isinstance(item, str) for item in value):
+            # As from text: blanks around a name and empty names are dropped.
+            return tuple(item.strip() for item in value if item.strip())
+        raise bad(f"must be an array of text{like}", _array_fix(value))
+    if origin in {Mapping, dict} or hint is Mapping:
+        if not isinstance(value, dict):
+            raise bad(f"must be a table of text{like}", _table_fix(value))
+        for name, item in value.items():
+            if not isinstance(item, str):
+                # A table here is a dotted name left unquoted: the fix shows the line itself.
+                entry_like = "" if isinstance(item, dict) else _first_value_example(example)
+                raise ConfigError(
+                    f"{key}.{_toml_key(name)} = {_toml(item)} (from {raw.source}): "
+                    f"must be text{entry_like}; {_entry_fix(name, item)}"
+                )
+        return dict(value)
+    raise TypeError(f"{key}: settings.py has no TOML type for {hint}")
+
+
+def _whole_number_fix(value: object) -> str:
+    if isinstance(value, str):
+        try:
+            int(value.strip())
+        except ValueError:
+            return ""
+        return "write it without quotes"
+    if isinstance(value, float) and value.is_integer():
+        return f"write {int(value)}"
+    return ""
+
+
+def _text_fix(key: str, value: object) -> str:
+    if isinstance(value, dict):
+        if key == "kafka.starting_offsets":
+            # A table is how TOML spells the documented JSON; the JSON is what Kafka reads.
+            offsets = json.dumps(value, separators=(",", ":"), default=str)
+            return f"write the offsets as JSON in single quotes: '{offsets}'"
+        return "one text, not a table"
+    if isinstance(value, list):
+        if key == "kafka.bootstrap_servers" and all(isinstance(item, str) for item in value):
+            # Kafka's own spelling of several brokers is one text, comma-separated.
+            return f"write {_toml(','.join(value))}"
+        return "one text, not an array"
+    return "write it in quotes"
+
+
+def _array_fix(value: object) -> str:
+    if isinstance(value, str):
+        # What the same text means from the environment or --set: names split at commas.
+        return f"write {_toml([name.strip() for name in value.split(',') if name.strip()])}"
+    if isinstance(value, dict):
+        return "one array, not a table"
+    items = value if isinstance(value, list) else [value]
+    for position, item in enumerate(items, start=1):
+        if isinstance(item, (list, dict)):
+            kind = "an array" if isinstance(item, list) else "a table"
+            return f"item {position} is {kind}, not text"
+    return f"write {_toml([item if isinstance(item, str) else _toml(item) for item in items])}"
+
+
+def _table_fix(value: object) -> str:
+    if isinstance(value, str):
+        try:
+            document = json.loads(value)
+        except json.JSONDecodeError:
+            return ""
+        # JSON is how the environment spells a table; a file has TOML's own.
+        if isinstance(document, dict):
+            return f"write a TOML table, not JSON text: {_toml(document)}"
+    return ""
+
+
+def _entry_fix(name: str, item: object) -> str:
+    if isinstance(item, dict):
+        # `security.protocol = "SSL"` unquoted is a table "security" holding "protocol".
+        path, leaf = [name], item
+        while isinstance(leaf, dict) and leaf:
+            inner, leaf = next(iter(leaf.items()))
+            path.append(inner)
+        return f"a name with dots needs quotes: {json.dumps('.'.join(path))} = {_toml(leaf)}"
+    if isinstance(item, list):
+        return "one text, not an array"
+    return "write it in quotes"
+
+
+def _first_value_example(table_example: str | None) -> str:
+    if table_example is None:
+        return ""
+    values = list(tomllib.loads(f"example = {table_example}")["example"].values())
+    return f", e.g. {_toml(values[0])}" if values else ""
+
+
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def _toml_key(name: str) -> str:
+    return name if _BARE_KEY.fullmatch(name) else json.dumps(name)
+
+
+def _toml(value: object) -> str:
+    """``value`` written as TOML: how a file that holds it spells it."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, (date, time)):
+        return value.isoformat()
+    if isinstance(value, list):
+        return "[" + ", ".join(map(_toml, value)) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_toml_key(k)} = {_toml(v)}" for k, v in value.items()) + "}"
+    return repr(value)
 
 
 def _coerce(value: object, hint: object, key: str, source: str) -> object:
+    """Text from the environment or --set, parsed into the type ``hint`` names (the
+    ``--set kafka.options.NAME=...`` flags arrive gathered, as a table of text)."""
+
     def bad(rule: str) -> ConfigError:
         return ConfigError(f"{key} = {value!r} (from {source}): {rule}")
 
@@ -470,8 +666,6 @@ def _coerce(value: object, hint: object, key: str, source: str) -> object:
             raise bad(f"must be one of {', '.join(map(str, allowed))}")
         return value
     if hint is bool:
-        if isinstance(value, bool):
-            return value
         lowered = str(value).strip().lower()
         if lowered in {"true", "1", "yes", "on"}:
             return True
@@ -479,26 +673,22 @@ def _coerce(value: object, hint: object, key: str, source: str) -> object:
             return False
         raise bad("must be true or false")
     if hint is int:
-        if isinstance(value, bool):
-            raise bad("must be a whole number")
         try:
             return int(str(value).strip())
         except ValueError:
             raise bad("must be a whole number") from None
     if origin is tuple:
-        items = value if isinstance(value, list) else str(value).split(",")
-        return tuple(str(item).strip() for item in items if str(item).strip())
+        return tuple(name.strip() for name in str(value).split(",") if name.strip())
     if origin in {Mapping, dict} or hint is Mapping:
+        document = value
         if isinstance(value, str):
             try:
-                value = json.loads(value)
+                document = json.loads(value)
             except json.JSONDecodeError:
                 raise bad('must be a JSON object, e.g. {"security.protocol": "SSL"}') from None
-        if not isinstance(value, dict):
+        if not isinstance(document, dict):
             raise bad("must be a table of strings")
-        return {str(k): str(v) for k, v in value.items()}
-    if isinstance(value, (dict, list)):
-        raise bad("must be a single value")
+        return {str(k): str(v) for k, v in document.items()}
     return str(value)
 
 
