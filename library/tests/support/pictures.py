@@ -6,6 +6,7 @@ import dataclasses
 
 from pyspark_kafka_upgrade.model.history import BatchFacts
 from pyspark_kafka_upgrade.model.plan import PartitionRestart, UpgradePlan
+from pyspark_kafka_upgrade.model.replay_filter import ReplayFilter
 from pyspark_kafka_upgrade.model.restart import RestartKind
 from pyspark_kafka_upgrade.model.scans import WaitingScan
 from support.plans import sample_plan
@@ -74,3 +75,47 @@ def two_hundred_partitions() -> UpgradePlan:
         for number in range(200)
     )
     return dataclasses.replace(PLAN, partitions=partitions)
+
+
+# The demo's plan (demo/upgrade_demo.py): 2 partitions, batches of 20 offsets from 10:00, one
+# event every 40 s in each; batch 3 read the 2 malformed records only. W = 10:34:40, restart
+# 45, old end 61.
+DEMO_BASE = 1_763_805_600_000  # 2025-11-22T10:00:00Z
+DEMO_W = DEMO_BASE + 34 * MINUTE + 40_000
+DEMO_REASON = (
+    "offset 45 holds the first record at or after offset 40 whose event time can fall in a "
+    "window ending after W (batch level: batch 2 is the first whose events (max "
+    "2025-11-22T10:39:40Z) can fall in a window ending after W=2025-11-22T10:34:40Z; it "
+    "started reading this partition at offset 40)"
+)
+DEMO_BATCHES = [
+    batch(0, None, 20, DEMO_BASE, DEMO_BASE + 13 * MINUTE, partitions=2),
+    batch(1, 20, 40, DEMO_BASE + 13 * MINUTE + 20_000, DEMO_BASE + 26 * MINUTE, partitions=2),
+    batch(2, 40, 60, DEMO_BASE + 26 * MINUTE + 40_000, DEMO_BASE + 39 * MINUTE + 40_000, 2),
+    batch(3, 60, 61, None, None, partitions=2),
+]
+
+
+def demo_plan(waiting: int = 0, late: int = 0) -> UpgradePlan:
+    """The demo's plan; ``waiting`` records after the old end, ``late`` of them late."""
+    partitions = tuple(
+        PartitionRestart(
+            "t",
+            number,
+            45,
+            61,
+            61,
+            RestartKind.FIRST_FEEDING_RECORD,
+            DEMO_REASON,
+            waiting_scan=WaitingScan(("t", number), 61, 61 + waiting, waiting, 0, 0, late)
+            if waiting
+            else None,
+        )
+        for number in range(2)
+    )
+    return dataclasses.replace(
+        PLAN,
+        watermark_ms=DEMO_W,
+        replay_filter=ReplayFilter(window_end_after_ms=DEMO_W),
+        partitions=partitions,
+    )

@@ -114,10 +114,31 @@ def test_the_json_form_lists_every_change() -> None:
                 "old": 600_000,
                 "new": 1,
                 "needs_new_checkpoint": True,
-                "reason": "the state holds windows of the old size",
+                "reason": advice.changes[0].reason,
             }
         ],
     }
+    assert advice.changes[0].reason.startswith("the state holds windows of the old size; ")
+
+
+@pytest.mark.parametrize("path", ["window.duration_ms", "window.slide_ms"])
+def test_a_window_change_warns_of_the_old_windows_neither_generation_writes(path: str) -> None:
+    [change] = advise(SIGNATURE, changed(path, 300_000)).changes
+    assert "written by neither generation: a dashboard of the old windows shows a gap" in (
+        change.reason
+    )
+    # A change the replay filter carries on the old grid leaves no gap, and does not say so.
+    [keys] = advise(SIGNATURE, changed("grouping_keys", ["user_id"])).changes
+    assert "gap" not in keys.reason
+
+
+def test_a_tumbling_window_resized_says_the_gap_once() -> None:
+    # 10 to 15 minutes changes both the size and the slide: one warning, on the first.
+    new = changed("window.duration_ms", 900_000)
+    new["window"]["slide_ms"] = 900_000
+    advice = advise(SIGNATURE, new)
+    assert [c.path for c in advice.changes] == ["window.duration_ms", "window.slide_ms"]
+    assert "; ".join(advice.sentences()).count("a dashboard of the old windows") == 1
 
 
 def test_a_run_records_the_largest_watermark_delay_any_run_used() -> None:

@@ -5,15 +5,36 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from itertools import pairwise
+from itertools import combinations, pairwise
 
-from pyspark_kafka_upgrade.model.plan import PartitionRestart
+import pytest
+
+from pyspark_kafka_upgrade.model.history import BatchFacts
+from pyspark_kafka_upgrade.model.plan import PartitionRestart, UpgradePlan
 from pyspark_kafka_upgrade.model.replay_filter import ReplayFilter
 from pyspark_kafka_upgrade.model.restart import RestartKind
 from pyspark_kafka_upgrade.model.scans import WaitingScan
-from pyspark_kafka_upgrade.picture.layout import MAX_BOXES, PANELS_SUMMARISED, plan_picture
+from pyspark_kafka_upgrade.picture.layout import (
+    MAX_BOXES,
+    PANELS_SUMMARISED,
+    PlanPicture,
+    plan_picture,
+)
+from pyspark_kafka_upgrade.picture.placement import Rect, Scale, Spot, Wanted, place
 from pyspark_kafka_upgrade.values.words import watermark_text
-from support.pictures import BATCHES, MINUTE, PLAN, T_MIN, W, batch, two_hundred_partitions
+from support.pictures import (
+    BATCHES,
+    DEMO_BATCHES,
+    DEMO_W,
+    MINUTE,
+    PLAN,
+    T_MIN,
+    W,
+    batch,
+    batches_of,
+    demo_plan,
+    two_hundred_partitions,
+)
 
 
 def test_a_partition_panel_holds_its_batches_from_just_before_the_restart() -> None:
@@ -165,3 +186,167 @@ def test_partitions_not_read_again_or_restarting_at_a_position_are_titled_so() -
     plan = dataclasses.replace(PLAN, partitions=partitions)
     titles = [panel.title for panel in plan_picture(plan, BATCHES).panels]
     assert "restarts at earliest" in titles[0] and "not read again" in titles[1]
+
+
+def sliding(plan: UpgradePlan) -> UpgradePlan:
+    return dataclasses.replace(plan, window=dataclasses.replace(plan.window, slide_ms=5 * MINUTE))
+
+
+# Plans whose pictures crowd their labels in different ways: the demo's (a batch of malformed
+# records only, right at the old end), with records waiting after it, a window change (E
+# beside W and T_min), a watermark not yet moved, sliding windows, many partitions, a long
+# ledger.
+CROWDED = {
+    "sample": (PLAN, BATCHES),
+    "demo": (demo_plan(), DEMO_BATCHES),
+    "demo-waiting": (demo_plan(waiting=14, late=3), DEMO_BATCHES),
+    "window-change": (
+        dataclasses.replace(
+            demo_plan(waiting=14, late=3),
+            replay_filter=ReplayFilter(event_time_from_ms=DEMO_W - 4 * MINUTE - 40_000),
+        ),
+        DEMO_BATCHES,
+    ),
+    "not-moved": (dataclasses.replace(PLAN, watermark_ms=0), BATCHES),
+    "sliding": (sliding(demo_plan()), DEMO_BATCHES),
+    "two-hundred": (two_hundred_partitions(), batches_of(200)),
+    "long-ledger": (
+        dataclasses.replace(
+            PLAN,
+            partitions=(
+                dataclasses.replace(PLAN.partitions[0], restart_offset=5, old_end_offset=2500),
+            ),
+        ),
+        [batch(i, i * 5, i * 5 + 5, T_MIN - MINUTE, T_MIN + MINUTE) for i in range(1, 500)],
+    ),
+}
+
+
+def drawn(plan: UpgradePlan, batches: list[BatchFacts]) -> PlanPicture:
+    return plan_picture(plan, batches, {("t", p): 0 for p in range(200)})
+
+
+@pytest.mark.parametrize(("plan", "batches"), CROWDED.values(), ids=CROWDED.keys())
+def test_no_label_covers_another_label_or_a_box(
+    plan: UpgradePlan, batches: list[BatchFacts]
+) -> None:
+    picture = drawn(plan, batches)
+    frame = picture.frame
+    for panel in picture.panels:
+        area = Rect(*panel.x_limits[:1], frame.bottom, panel.x_limits[1], frame.high)
+        for label in panel.labels:
+            assert label.room.within(area), (label, area)
+            covered = [box for box, shape in zip(panel.boxes, panel.shapes, strict=True)
+                       if label.room.overlaps(shape)]  # fmt: skip
+            assert not covered, (label.text, covered)
+        for first, second in combinations(panel.labels, 2):
+            assert not first.room.overlaps(second.room), (first.text, second.text)
+
+
+def test_the_demos_labels_all_find_room_in_their_panels() -> None:
+    picture = drawn(demo_plan(waiting=14, late=3), DEMO_BATCHES)
+    for panel in picture.panels:
+        texts = {label.text for label in panel.labels}
+        assert {"W 10:34:40", "T_min 10:30:00", "old end 61", "14 waiting: 3 late"} <= texts
+        assert {"restart 45\nreplay 16", "batch 0", "batch 1", "batch 2"} <= texts
+        assert "batch 3: no valid event" in texts
+        assert not any(note.startswith("No room") for note in panel.notes), panel.notes
+        # The reason is said under the panel, where it covers nothing.
+        assert panel.notes[0].startswith("Why: offset 45 holds the first record")
+
+
+def test_a_batch_without_a_valid_event_is_a_bar_in_a_band_under_the_event_times() -> None:
+    picture = drawn(demo_plan(), DEMO_BATCHES)
+    frame = picture.frame
+    assert frame.band_bottom is not None and frame.band_bottom < frame.low
+    [panel, _] = picture.panels
+    shapes = dict(zip((box.label for box in panel.boxes), panel.shapes, strict=True))
+    # Batch 3 has no event time: it is not drawn at one, it is a bar in the band.
+    bar = shapes["batch 3"]
+    assert frame.band_bottom < bar.y0 < bar.y1 < frame.low
+    assert (bar.x0, bar.x1) == (60, 61)
+    for name in ("batch 0", "batch 1", "batch 2"):
+        assert shapes[name].y0 >= frame.low, name
+    [label] = [label for label in panel.labels if label.role == "no-event"]
+    assert label.text == "batch 3: no valid event"
+    assert frame.band_bottom <= label.room.y0 and label.room.y1 <= frame.low
+
+
+def test_without_a_batch_lacking_events_there_is_no_band() -> None:
+    frame = drawn(PLAN, BATCHES).frame
+    assert frame.band_bottom is None and frame.bottom == frame.low
+
+
+def test_the_boxes_leave_room_above_them_for_the_restart_label() -> None:
+    picture = drawn(demo_plan(), DEMO_BATCHES)
+    frame = picture.frame
+    assert frame.boxes_top < frame.high
+    for panel in picture.panels:
+        assert all(shape.y1 <= frame.boxes_top for shape in panel.shapes)
+        [restart] = [label for label in panel.labels if label.role == "restart"]
+        assert restart.room.y0 >= frame.boxes_top - 1, "over the boxes, right of its line"
+        assert restart.x > 45
+
+
+def test_a_label_with_no_room_is_said_under_the_panel() -> None:
+    # One batch of every offset and every event time: no place beside W is clear of it.
+    everything = [batch(1, 0, 40, T_MIN - 60 * MINUTE, W + 60 * MINUTE)]
+    picture = drawn(PLAN, everything)
+    [panel] = picture.panels
+    assert "W" not in {label.role for label in panel.labels}
+    assert any("No room in the panel for: " in note and "W 10:24:00" in note
+               for note in panel.notes), panel.notes  # fmt: skip
+
+
+def test_a_label_goes_to_its_first_spot_clear_of_boxes_and_labels() -> None:
+    scale = Scale(1.0, 1.0)  # a point is a unit: "ab" at 10 points, padded, is 16.8 by 16.5
+    region = Rect(0, 0, 100, 100)
+    spots = (
+        Spot(10, 10, "left", "bottom"),
+        Spot(50, 10, "left", "bottom"),
+        Spot(10, 50, "left", "bottom"),
+    )
+    first, second, third = (Wanted(role, "ab", 10, spots, region) for role in "abc")
+    boxes = [Rect(45, 0, 70, 30)]  # the second spot is taken by a box
+    placed, unplaced = place([first, second, third], boxes, scale)
+    assert [(label.role, label.x, label.y) for label in placed] == [("a", 10, 10), ("b", 10, 50)]
+    assert unplaced == (third,)
+    outside = Wanted("d", "ab", 10, (Spot(95, 95, "left", "bottom"),), region)
+    assert place([outside], [], scale)[1] == (outside,), "a spot off the panel is no spot"
+
+
+def test_the_header_names_w_in_the_replay_filter_with_its_time() -> None:
+    lines = drawn(demo_plan(), DEMO_BATCHES).lines
+    assert "Replay filter: window.end > 1763807680000 (W = 2025-11-22T10:34:40Z)." in lines[1]
+
+
+@pytest.mark.parametrize(
+    ("slide", "shown"),
+    [(10, "(10:30-10:40)"), (5, "(10:25-10:35, 10:30-10:40)")],
+    ids=["tumbling", "sliding"],
+)
+def test_a_window_change_names_the_old_windows_neither_generation_writes(
+    slide: int, shown: str
+) -> None:
+    split = DEMO_W - 4 * MINUTE - 40_000  # E = 10:30:00
+    plan = dataclasses.replace(
+        demo_plan(),
+        window=dataclasses.replace(PLAN.window, slide_ms=slide * MINUTE),
+        replay_filter=ReplayFilter(event_time_from_ms=split),
+    )
+    [line] = [line for line in drawn(plan, DEMO_BATCHES).lines if "window spec" in line]
+    assert f"The old windows open at E {shown} are written by neither generation" in line
+    assert "a dashboard of the old windows shows a gap there" in line
+
+
+def test_labels_on_both_sides_of_one_line_both_find_room() -> None:
+    # Tumbling windows: E is T_min, so their labels share a line, one above and one below
+    # (without records waiting, both want its left end: the boxes cover its right end).
+    split = DEMO_W - 4 * MINUTE - 40_000
+    plan = dataclasses.replace(demo_plan(), replay_filter=ReplayFilter(event_time_from_ms=split))
+    picture = drawn(plan, DEMO_BATCHES)
+    assert picture.event_split_ms == picture.earliest_open_ms
+    for panel in picture.panels:
+        roles = {label.role for label in panel.labels}
+        assert {"E", "T_min", "W"} <= roles, panel.notes
+        assert not any(note.startswith("No room") for note in panel.notes), panel.notes

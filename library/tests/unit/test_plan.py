@@ -152,6 +152,30 @@ def test_a_replay_filter_is_its_own_description(replay_filter: ReplayFilter) -> 
     assert replay_filter.to_json() == replay_filter.describe()
 
 
+@settings(max_examples=100, deadline=None)
+@given(FILTER)
+def test_a_replay_filter_explained_keeps_each_term_and_names_its_bound(
+    replay_filter: ReplayFilter,
+) -> None:
+    # People read W and E with their times; a script still finds each term it parsed before.
+    described, explained = replay_filter.describe(), replay_filter.explain()
+    if not replay_filter.active:
+        assert explained == described == "none"
+        return
+    terms = explained.split(" and ")
+    assert len(terms) == len(described.split(" and "))
+    for term, before in zip(terms, described.split(" and "), strict=True):
+        assert term.startswith(before + " (")
+        assert term.endswith(")") and (" (W = " in term or " (E = " in term)
+
+
+def test_a_replay_filter_explained_reads_w_with_its_time() -> None:
+    assert ReplayFilter(window_end_after_ms=1_763_807_680_000).explain() == (
+        "window.end > 1763807680000 (W = 2025-11-22T10:34:40Z)"
+    )
+    assert ReplayFilter(window_end_after_ms=0).explain() == "window.end > 0 (W = not yet set)"
+
+
 # Facts of DESIGN's "Plan" section, by the key that holds each: every one must appear once.
 # The offsets are in DESIGN's one offsets form, as in the checkpoint and the ledger.
 FACT_KEYS = (

@@ -7,6 +7,7 @@ import builtins
 import dataclasses
 import json
 import xml.etree.ElementTree as ElementTree
+from itertools import combinations
 from pathlib import Path
 from typing import Any
 
@@ -18,15 +19,26 @@ from pyspark_kafka_upgrade.model.plan import PartitionRestart, UpgradePlan
 from pyspark_kafka_upgrade.model.replay_filter import ReplayFilter
 from pyspark_kafka_upgrade.model.restart import RestartKind
 from pyspark_kafka_upgrade.picture.layout import plan_picture
+from pyspark_kafka_upgrade.picture.placement import PANEL_POINTS
 from pyspark_kafka_upgrade.plot.render import (
     PlotFileError,
     PlotUnavailableError,
     check_plot_path,
+    draw_figure,
     write_picture,
 )
 from pyspark_kafka_upgrade.upgrade import picture as upgrade_picture
 from support.example import main
-from support.pictures import BATCHES, T_MIN, batches_of, two_hundred_partitions
+from support.pictures import (
+    BATCHES,
+    DEMO_BATCHES,
+    DEMO_W,
+    MINUTE,
+    T_MIN,
+    batches_of,
+    demo_plan,
+    two_hundred_partitions,
+)
 from support.plans import sample_plan
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -48,6 +60,81 @@ def svg_texts(path: Path) -> list[str]:
     root = ElementTree.parse(path).getroot()
     assert root.tag == f"{SVG}svg"
     return ["".join(node.itertext()) for node in root.iter(f"{SVG}text")]
+
+
+def drawn_extents(plan: UpgradePlan, batches: list[Any]) -> list[dict[str, Any]]:
+    """Per panel, as matplotlib drew it (display units): the plotting area, the box patches,
+    the labels, and the text under it; and the header's text and legend."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.patches import Rectangle
+
+    picture = plan_picture(plan, batches, {("t", p): 0 for p in range(200)})
+    figure = draw_figure(picture)
+    canvas = FigureCanvasAgg(figure)
+    canvas.draw()  # type: ignore[no-untyped-call]
+    renderer = canvas.get_renderer()  # type: ignore[no-untyped-call]
+    header, legend, *rest = figure.axes
+    panels = []
+    for index, _ in enumerate(picture.panels):
+        axes, _windows, notes = rest[3 * index : 3 * index + 3]
+        boxes = [
+            patch.get_window_extent(renderer)
+            for patch in axes.patches
+            if isinstance(patch, Rectangle) and (patch.get_gid() or "").startswith("batch-")
+        ]
+        panels.append(
+            {
+                "area": axes.get_window_extent(renderer),
+                "boxes": boxes,
+                "labels": [(t.get_text(), t.get_window_extent(renderer)) for t in axes.texts],
+                "notes": [t.get_window_extent(renderer) for t in notes.texts],
+                "dpi": figure.dpi,
+            }
+        )
+    drawn_legend = legend.get_legend()
+    assert drawn_legend is not None
+    panels.append(
+        {
+            "header": header.texts[0].get_window_extent(renderer),
+            "legend": drawn_legend.get_window_extent(renderer),
+        }
+    )
+    return panels
+
+
+CROWDED = {
+    "demo": (demo_plan(), DEMO_BATCHES),
+    "demo-waiting": (demo_plan(waiting=14, late=3), DEMO_BATCHES),
+    "window-change": (
+        dataclasses.replace(
+            demo_plan(waiting=14, late=3),
+            replay_filter=ReplayFilter(event_time_from_ms=DEMO_W - 4 * MINUTE - 40_000),
+        ),
+        DEMO_BATCHES,
+    ),
+    "two-hundred": (two_hundred_partitions(), batches_of(200)),
+}
+
+
+@pytest.mark.parametrize(("plan", "batches"), CROWDED.values(), ids=CROWDED.keys())
+def test_drawn_labels_cover_no_other_label_no_box_and_no_header_text(
+    plan: UpgradePlan, batches: list[Any]
+) -> None:
+    *panels, header = drawn_extents(plan, batches)
+    assert not header["header"].overlaps(header["legend"]), "the reasoning runs into the legend"
+    for panel in panels:
+        area = panel["area"]
+        # The layout placed its labels on a panel of PANEL_POINTS: the drawn one is larger.
+        width_pt, height_pt = (side / panel["dpi"] * 72 for side in (area.width, area.height))
+        assert width_pt >= PANEL_POINTS[0] and height_pt >= PANEL_POINTS[1], (width_pt, height_pt)
+        assert len(panel["boxes"]) >= 3
+        for text, extent in panel["labels"]:
+            assert area.contains(extent.x0, extent.y0) and area.contains(extent.x1, extent.y1), text
+            assert not any(extent.overlaps(box) for box in panel["boxes"]), text
+        for (first, one), (second, other) in combinations(panel["labels"], 2):
+            assert not one.overlaps(other), (first, second)
+        # The reason is under the panel, not on it.
+        assert all(note.y1 < area.y0 for note in panel["notes"])
 
 
 def test_a_small_plan_renders_to_a_valid_png_with_its_restart_offsets(tmp_path: Path) -> None:
@@ -102,7 +189,7 @@ def test_unusual_plans_render_with_what_makes_them_unusual(
     joined = "\n".join(texts)
     expected = {
         "watermark-not-moved": "W = not yet set (batch 3): no window was written",
-        "window-changed": "E 10:20:00: the new windows count events from here",
+        "window-changed": "E 10:20:00: new windows from here",
         "restart-earliest": "restarts at earliest",
         "unsubscribed": "not read again",
     }

@@ -5,16 +5,20 @@ from __future__ import annotations
 import dataclasses
 import json
 
+import pytest
+
 import support.plans as plans
 from pyspark_kafka_upgrade.model.plan import (
     PartitionRestart,
     UpgradePlan,
 )
+from pyspark_kafka_upgrade.model.replay_filter import ReplayFilter
 from pyspark_kafka_upgrade.model.restart import RestartKind
 from pyspark_kafka_upgrade.planner.render import (
     render_json,
     render_plan,
 )
+from pyspark_kafka_upgrade.values.validation import WindowSpec
 
 # A terminal of 100 columns and 50 rows: prose wraps, a table row must not.
 SCREEN_LINES = 50
@@ -77,3 +81,44 @@ def test_the_words_say_where_the_new_generation_starts_and_with_which_filter() -
     assert "replay filter window.end > 1763807040000 (W = 2025-11-22T10:24:00Z)" in text
     assert "writing to file:///data/output/generation-2." in text
     assert "Late records: not counted (--no-scan)." in text
+
+
+def test_the_quarantine_column_is_explained_under_the_table() -> None:
+    lines = render_plan(with_partitions(2)).splitlines()
+    header = next(i for i, line in enumerate(lines) if line.startswith("topic "))
+    said = lines[header + 3]  # under the header and the two partitions' rows
+    assert said.startswith("quarantine: where the new quarantine query starts, where the old ")
+    assert "does not replay" in said and "not quarantined again" in said
+
+
+E_MS = 1_763_807_400_000  # 2025-11-22T10:30:00Z
+
+
+@pytest.mark.parametrize(
+    ("slide_minutes", "shown"),
+    [
+        (10, "2025-11-22T10:30:00Z-10:40:00Z"),
+        (5, "2025-11-22T10:25:00Z-10:35:00Z, 2025-11-22T10:30:00Z-10:40:00Z"),
+    ],
+    ids=["tumbling", "sliding"],
+)
+def test_a_window_change_says_which_old_windows_neither_generation_writes(
+    slide_minutes: int, shown: str
+) -> None:
+    plan = dataclasses.replace(
+        with_partitions(2),
+        window=WindowSpec(600_000, slide_minutes * 60_000, 300_000),
+        replay_filter=ReplayFilter(event_time_from_ms=E_MS),
+    )
+    text = render_plan(plan)
+    assert (
+        f"The old windows open at E ({shown}) are written by neither generation: a dashboard "
+        "of the old windows shows a gap there"
+    ) in text
+    # The filter is named by its own bound, E, not by W.
+    assert f"replay filter event_time >= {E_MS} (E = 2025-11-22T10:30:00Z), writing" in text
+    assert "gap" not in render_plan(with_partitions(2))
+    # The replay keeps events by time, not windows by W.
+    assert "the replay starts there and keeps the events from E on (below)." in text
+    assert "drops every window ending at or before W" not in text
+    assert "drops every window ending at or before W" in render_plan(with_partitions(2))

@@ -20,6 +20,7 @@ from pyspark_kafka_upgrade.model.ledger import (
 )
 from pyspark_kafka_upgrade.run.bookkeeping import (
     UpgradeIncompleteError,
+    UpgradeRequiredError,
     mark_unrecorded_batches,
     record_generation,
     refuse_without_history,
@@ -126,3 +127,33 @@ def test_a_run_says_what_changed_on_a_checkpoint_that_carries_it(tmp_path: Path)
     assert [sentence.split(":")[0] for sentence in carried] == ["events", "query"]
     assert all("predates it" in sentence for sentence in carried)
     assert again == []
+
+
+def test_a_run_refusing_a_window_change_says_the_old_open_windows_are_left_unwritten(
+    tmp_path: Path,
+) -> None:
+    layout = GenerationLayout(str(tmp_path / "pipeline"), 1)
+    current = signature_of(PROJECT)
+    old = current.to_json()
+    window = old["window"]
+    assert isinstance(window, dict)
+    old["window"] = {**window, "duration_ms": 15 * 60_000, "slide_ms": 15 * 60_000}
+    with SqliteOffsetStore(str(tmp_path / "ledger.sqlite")) as store:
+        store.record_generation(
+            GenerationRecord(
+                pipeline="p",
+                generation=1,
+                status=GenerationStatus.RUNNING,
+                signature=old,
+                plan=None,
+                created_at_ms=1,
+                updated_at_ms=1,
+            )
+        )
+        with pytest.raises(UpgradeRequiredError) as refused:
+            record_generation(store, "p", layout, store.generation("p", 1), current)
+    message = str(refused.value)
+    assert "cannot carry this version" in message
+    assert "are written by neither generation: a dashboard of the old windows shows a gap" in (
+        message
+    )

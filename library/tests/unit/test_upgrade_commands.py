@@ -25,6 +25,7 @@ from pyspark_kafka_upgrade.upgrade.commands import (
     APPLY_STEPS,
     apply_command,
 )
+from pyspark_kafka_upgrade.values.words import when
 from support.example import main
 
 
@@ -78,7 +79,10 @@ def test_a_reviewed_plan_is_applied_exactly(
     assert f"upgrade apply {path}" in shown
 
     assert cli(world, "upgrade", "apply", str(path)) == 0
-    assert "generation 1 retired; generation 2 planned and applied." in capsys.readouterr().out
+    applied = capsys.readouterr().out
+    assert "generation 1 retired; generation 2 planned and applied." in applied
+    # The filter's number, as before, then W with its time.
+    assert f"  filter      window.end > {fake.W} (W = {when(fake.W)})\n" in applied
     assert_applied_exactly(world, written)
 
 

@@ -16,6 +16,7 @@ from typing import Self
 from pyspark_kafka_upgrade.model.errors import PlanningError
 from pyspark_kafka_upgrade.values.validation import WindowSpec
 from pyspark_kafka_upgrade.values.windows import earliest_open_event_ms, last_written_window_end_ms
+from pyspark_kafka_upgrade.values.words import watermark_text, when
 
 _TERM = re.compile(r"(window\.end > |event_time >= )(-?[0-9]+)")
 NO_FILTER = "none"
@@ -66,6 +67,19 @@ class ReplayFilter:
             terms.append(f"event_time >= {self.event_time_from_ms}")
         if self.window_end_after_ms is not None:
             terms.append(f"window.end > {self.window_end_after_ms}")
+        return " and ".join(terms) or NO_FILTER
+
+    def explain(self) -> str:
+        """The description for people: each bound keeps its number, as ``describe`` and the
+        JSON have it (scripts may parse it), and is named W or E with its UTC time."""
+        terms = []
+        if self.event_time_from_ms is not None:
+            ms = self.event_time_from_ms
+            terms.append(f"event_time >= {ms} (E = {when(ms)})")
+        if self.window_end_after_ms is not None:
+            ms = self.window_end_after_ms
+            # A watermark Spark has not moved is 0: "not yet set", never a time in 1970.
+            terms.append(f"window.end > {ms} (W = {watermark_text(ms)})")
         return " and ".join(terms) or NO_FILTER
 
     def to_json(self) -> str:

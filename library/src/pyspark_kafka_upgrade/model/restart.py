@@ -143,9 +143,16 @@ class RestartPlan:
 
 
 def reasoning(
-    last_committed_batch: int, watermark_ms: int, window: WindowSpec, restart_batch: int | None
+    last_committed_batch: int,
+    watermark_ms: int,
+    window: WindowSpec,
+    restart_batch: int | None,
+    *,
+    window_changed: bool = False,
 ) -> list[str]:
-    """Why a restart is where it is, as sentences: W, the open windows, the first batch."""
+    """Why a restart is where it is, as sentences: W, the open windows, the first batch.
+
+    After a window change the replay keeps events by time (from E), not windows by W."""
     lines = [
         f"The old generation's last committed batch is {last_committed_batch}; it ran with "
         f"watermark W = {watermark_text(watermark_ms)}, so it wrote every window ending at or "
@@ -157,9 +164,14 @@ def reasoning(
     if restart_batch is None:
         lines.append("No committed batch can feed an open window: nothing to rebuild.")
     else:
+        kept = (
+            "keeps the events from E on (below)"
+            if window_changed
+            else "drops every window ending at or before W"
+        )
         lines.append(
             f"Batch {restart_batch} is the first that can feed an open window; the replay "
-            "starts there and drops every window ending at or before W."
+            f"starts there and {kept}."
         )
     return lines
 

@@ -23,12 +23,22 @@ not the job, so the comparison leaves it out.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from dataclasses import replace
 
 from pyspark_kafka_upgrade.model.advice import Advice, Change, Verdict
 from pyspark_kafka_upgrade.model.signature import FORMAT_KEY, HISTORY
 
 # Parts a signature of format 1 did not record: absent there, they are not a change.
 _ADDED_IN_FORMAT_2 = ("events", "query")
+
+# A new grid splits the generations in event time at E: true, planned, and easy to miss on a
+# dashboard, so the refusal says it before anyone plans, once, on the first window change.
+_GRID = ("window.duration_ms", "window.slide_ms")
+_GAP = (
+    "; after the upgrade, the old windows still open at the split (E, the end of the last "
+    "window written) are written by neither generation: a dashboard of the old windows shows "
+    "a gap there, and the plan names them"
+)
 
 # Why each part of the signature matters. Parts not listed are judged conservatively.
 _RULES: tuple[tuple[str, bool, str], ...] = (
@@ -66,11 +76,22 @@ _RULES: tuple[tuple[str, bool, str], ...] = (
 def advise(old: Mapping[str, object], new: Mapping[str, object]) -> Advice:
     """Compare the signature a checkpoint was written with against the current one."""
     old, new = _without_history(old), _without_history(new)
-    changes = tuple(_judge(path, before, after) for path, before, after in _diff(old, new))
+    changes = _gap_said_once(
+        tuple(_judge(path, before, after) for path, before, after in _diff(old, new))
+    )
     if not changes:
         return Advice(Verdict.SAME, ())
     needs_new = any(change.needs_new_checkpoint for change in changes)
     return Advice(Verdict.NEEDS_NEW_CHECKPOINT if needs_new else Verdict.SAFE, changes)
+
+
+def _gap_said_once(changes: tuple[Change, ...]) -> tuple[Change, ...]:
+    """The first change of the window's grid also says what the upgrade leaves unwritten."""
+    first = next((i for i, change in enumerate(changes) if change.path in _GRID), None)
+    if first is None:
+        return changes
+    said = replace(changes[first], reason=changes[first].reason + _GAP)
+    return (*changes[:first], said, *changes[first + 1 :])
 
 
 def _without_history(signature: Mapping[str, object]) -> Mapping[str, object]:

@@ -17,7 +17,7 @@ from pyspark_kafka_upgrade.model.restart import RestartKind, reasoning
 from pyspark_kafka_upgrade.planner.late_records import explain_late, late_threshold
 from pyspark_kafka_upgrade.values.layout import GenerationLayout
 from pyspark_kafka_upgrade.values.validation import WindowSpec
-from pyspark_kafka_upgrade.values.words import id_ranges, table, watermark_text, when
+from pyspark_kafka_upgrade.values.words import id_ranges, table, when
 
 # Up to this many partitions the table has a row each and every reason is printed whole;
 # beyond, rows group partitions of one topic and kind, and each kind gets one example.
@@ -39,6 +39,16 @@ KIND_DESCRIPTIONS = {
 }
 
 
+# The quarantine query keeps no state: the plan starts it where the old one stopped
+# (``planner.decide.quarantine_start``), not at the restart, so the replay quarantines
+# nothing a second time. Said under the table, where a reviewer meets the column.
+QUARANTINE_COLUMN = (
+    "quarantine: where the new quarantine query starts, where the old one's last committed "
+    "batch ended (its own checkpoint). It keeps no state, so it does not replay: a malformed "
+    "record the replay reads again is counted by `run` (malformed), not quarantined again."
+)
+
+
 def render_json(plan: UpgradePlan) -> str:
     return json.dumps(plan.to_json(), indent=2)
 
@@ -51,7 +61,7 @@ def render_plan(plan: UpgradePlan) -> str:
     """The plan as a reviewer reads it: why, where each partition restarts, what it costs."""
     lines = [*plan.advice.sentences(), "", *_reasoning(plan), ""]
     lines += partition_table(plan.partitions)
-    lines += ["", *reasons(plan.partitions), *_estimates(plan)]
+    lines += [QUARANTINE_COLUMN, "", *reasons(plan.partitions), *_estimates(plan)]
     lines += [f"Note: {note}." for note in plan.notes]
     layout = GenerationLayout(plan.root, plan.to_generation)
     subscribed = len(plan.restart_offsets)
@@ -63,20 +73,50 @@ def render_plan(plan: UpgradePlan) -> str:
     lines += [
         "",
         f"Generation {plan.to_generation} will start at {where} with the replay filter "
-        f"{plan.replay_filter.describe()} (W = {watermark_text(plan.watermark_ms)}), writing to "
-        f"{layout.output}.",
+        f"{plan.replay_filter.explain()}, writing to {layout.output}.",
     ]
     return "\n".join(lines)
 
 
 def _reasoning(plan: UpgradePlan) -> list[str]:
-    lines = reasoning(plan.last_committed_batch, plan.watermark_ms, plan.window, plan.restart_batch)
+    lines = reasoning(
+        plan.last_committed_batch,
+        plan.watermark_ms,
+        plan.window,
+        plan.restart_batch,
+        window_changed=plan.window_changed,
+    )
     if plan.window_changed:
+        split = plan.replay_filter.event_time_from_ms or 0
         lines.append(
             "The window spec changes, so the generations split in event time: the new one "
-            f"counts the events from {when(plan.replay_filter.event_time_from_ms or 0)} on."
+            f"counts the events from E = {when(split)} on."
         )
+        lines.append(gap_sentence(split, plan.window))
     return lines
+
+
+def gap_sentence(split_ms: int, old_window: WindowSpec) -> str:
+    """What a window change leaves unwritten, with its times: easy to miss on a dashboard."""
+    shown = ", ".join(window_span(start, end) for start, end in open_at(split_ms, old_window))
+    return (
+        f"The old windows open at E ({shown}) are written by neither generation: a dashboard "
+        "of the old windows shows a gap there, and the new windows hold those events from E on."
+    )
+
+
+def open_at(split_ms: int, window: WindowSpec) -> list[tuple[int, int]]:
+    """The windows of ``window``'s grid that hold E or start there: the old generation never
+    wrote them (E is the end of the last one it wrote), and the new one has other windows."""
+    size, slide = window.duration_ms, window.slide_ms
+    first = (split_ms - size) // slide + 1  # the earliest start after E - size
+    return [(k * slide, k * slide + size) for k in range(first, split_ms // slide + 1)]
+
+
+def window_span(start_ms: int, end_ms: int) -> str:
+    """``2025-11-22T10:30:00Z-10:40:00Z``: the end's date only when it is another day."""
+    start, end = when(start_ms), when(end_ms)
+    return f"{start}-{end[11:] if end[:11] == start[:11] else end}"
 
 
 def partition_table(partitions: Sequence[PartitionRestart]) -> list[str]:

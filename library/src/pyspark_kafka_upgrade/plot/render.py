@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pyspark_kafka_upgrade.errors import ConfigError
-from pyspark_kafka_upgrade.picture.layout import PartitionPanel, PlanPicture
+from pyspark_kafka_upgrade.picture.layout import NO_EVENT, PartitionPanel, PlanPicture
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -23,6 +23,10 @@ if TYPE_CHECKING:
     from matplotlib.ticker import Formatter
 
 FORMATS = (".png", ".svg")
+# The figure's width and a panel's height, in inches: at these, a panel's plotting area is at
+# least the PANEL_POINTS the layout places its labels on (tests/unit/test_plan_picture.py).
+FIGURE_WIDTH_INCHES = 12.0
+PANEL_INCHES = 3.2
 INSTALL = "pip install 'pyspark-kafka-upgrade[plot]'"
 
 WRITTEN = "#b8b8b8"
@@ -31,6 +35,7 @@ FEEDS = "#e76f51"
 REPLAY = "#2a9d8f"
 LATE = "#6d597a"
 INK = "#264653"
+LABEL_COLOURS = {"restart": REPLAY, "T_min": FEEDS, "E": LATE, "waiting": LATE}
 
 
 class PlotUnavailableError(ConfigError):
@@ -58,7 +63,7 @@ def write_picture(picture: PlanPicture, path: Path) -> Path:
     try:
         # Labels stay text in an SVG, so the plan's offsets can be searched for in it.
         with rc_context({"svg.fonttype": "none", "font.size": 9}):
-            _draw(picture).savefig(
+            draw_figure(picture).savefig(
                 path, dpi=110, metadata=dict(picture.metadata), format=path.suffix.lower()[1:]
             )
     except OSError as error:
@@ -75,40 +80,48 @@ def _matplotlib() -> None:
         ) from None
 
 
-def _draw(picture: PlanPicture) -> Figure:
+def draw_figure(picture: PlanPicture) -> Figure:
+    """The picture as a matplotlib figure, not yet written anywhere."""
     from matplotlib.figure import Figure
 
-    rows = len(picture.panels) + (1 if picture.summarised else 0)
-    heights = [1.25] + [3.2] * len(picture.panels) + ([2.6] if picture.summarised else [])
-    figure = Figure(figsize=(12, 0.6 + sum(heights)), layout="constrained")
+    header = _header_text(picture)
+    heights = [max(1.25, 0.55 + 0.16 * header.count("\n"))]
+    for panel in picture.panels:
+        # The panel, then its notes in a row of their own: they never cover a box.
+        heights += [PANEL_INCHES, 0.1 + 0.15 * len(panel.notes)]
+    if picture.summarised:
+        heights.append(2.6)
+    figure = Figure(figsize=(FIGURE_WIDTH_INCHES, 0.6 + sum(heights)), layout="constrained")
     figure.suptitle(picture.title, fontsize=12, fontweight="bold", color=INK)
-    grid = figure.add_gridspec(rows + 1, 2, width_ratios=[6, 1], height_ratios=heights)
-    _draw_header(figure.add_subplot(grid[0, :]), picture)
-    for row, panel in enumerate(picture.panels, start=1):
+    grid = figure.add_gridspec(len(heights), 2, width_ratios=[6, 1], height_ratios=heights)
+    # The reasoning on the left, the legend on the right: side by side, never on each other.
+    cells = grid[0, :].subgridspec(1, 2, width_ratios=[1.15, 1])
+    _draw_header(figure.add_subplot(cells[0, 0]), figure.add_subplot(cells[0, 1]), picture, header)
+    for index, panel in enumerate(picture.panels):
+        row = 1 + 2 * index
         axes = figure.add_subplot(grid[row, 0])
         _draw_panel(axes, panel, picture)
         windows = figure.add_subplot(grid[row, 1], sharey=axes)
         _draw_windows(windows, picture)
+        _draw_notes(figure.add_subplot(grid[row + 1, :]), panel)
     if picture.summarised:
-        _draw_summary(figure.add_subplot(grid[rows, :]), picture)
+        _draw_summary(figure.add_subplot(grid[len(heights) - 1, :]), picture)
     return figure
 
 
-def _draw_header(axes: Axes, picture: PlanPicture) -> None:
-    """The plan's reasoning in two lines, and the legend every panel shares."""
+def _header_text(picture: PlanPicture) -> str:
+    # 88 characters of 8.5 points fit the left half of the header's width.
+    return "\n".join(textwrap.fill(line, 88) for line in picture.lines)
+
+
+def _draw_header(axes: Axes, legend: Axes, picture: PlanPicture, text: str) -> None:
+    """The plan's reasoning in a few lines, and the legend every panel shares."""
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
     axes.axis("off")
-    axes.text(
-        0.0,
-        1.0,
-        "\n".join(textwrap.fill(line, 95) for line in picture.lines),
-        transform=axes.transAxes,
-        va="top",
-        fontsize=8.5,
-        color=INK,
-    )
+    axes.text(0.0, 1.0, text, transform=axes.transAxes, va="top", fontsize=8.5, color=INK)
+    legend.axis("off")
     handles = [
         Patch(
             facecolor=WRITTEN, edgecolor=INK, alpha=0.55, label="batch: its offsets x event times"
@@ -123,116 +136,109 @@ def _draw_header(axes: Axes, picture: PlanPicture) -> None:
         Line2D([], [], color=FEEDS, lw=1, ls="--", label="T_min"),
         Line2D([], [], color=REPLAY, lw=2, label="restart offset"),
     ]
-    axes.legend(
+    if picture.frame.band_bottom is not None:
+        handles.append(
+            Patch(
+                facecolor=WRITTEN,
+                edgecolor=INK,
+                hatch="xxx",
+                ls=":",
+                label=f"batch with {NO_EVENT} (band at the bottom)",
+            )
+        )
+    legend.legend(
         handles=handles,
         loc="upper right",
         ncols=2,
         fontsize=7.5,
         frameon=False,
-        bbox_to_anchor=(1.0, 1.08),
+        borderaxespad=0.0,
     )
 
 
 def _draw_panel(axes: Axes, panel: PartitionPanel, picture: PlanPicture) -> None:
-    low, high = picture.event_range
-    axes.set_ylim(low, high)
+    frame = picture.frame
+    low, high = frame.low, frame.high
+    axes.set_xlim(*panel.x_limits)
+    axes.set_ylim(frame.bottom, high)
     axes.yaxis.set_major_formatter(_time_formatter(high - low))
-    ticks = _boundaries(picture)
-    if ticks:
-        axes.set_yticks(ticks)
+    ticks = _boundaries(picture) or [t for t in axes.get_yticks() if low <= t <= high]
     axes.set_ylabel("event time (UTC)")
     axes.set_xlabel("offset")
     axes.set_title(panel.title, loc="left", fontsize=10, color=INK)
+    if frame.band_bottom is not None:
+        # Batches with no valid event have no time: a band of their own, under the times.
+        axes.axhspan(frame.band_bottom, low, color="#f3f3f3", lw=0)
+        axes.axhline(low, color=WRITTEN, lw=0.8)
+        middle = (frame.band_bottom + low) / 2
+        axes.set_yticks(
+            [*ticks, middle], [*(_at(t).strftime(_pattern(high - low)) for t in ticks), NO_EVENT]
+        )
+        axes.get_yticklabels()[-1].set_fontsize(7)
+    else:
+        axes.set_yticks(ticks)
     # Events at or after T_min can still fall in an open window: that band is rebuilt.
-    axes.axhspan(picture.earliest_open_ms, high, color=OPEN, alpha=0.12, lw=0)
-    axes.axhline(picture.watermark_ms, color=INK, lw=1.4)
-    axes.axhline(picture.earliest_open_ms, color=FEEDS, lw=1, ls="--")
-    for box in panel.boxes:
-        valid = box.min_event_ms is not None and box.max_event_ms is not None
-        # A batch of malformed records only has no event time: a short bar on the floor.
-        bottom = low if box.min_event_ms is None else max(box.min_event_ms, low)
-        top = low + (high - low) / 30 if box.max_event_ms is None else min(box.max_event_ms, high)
+    if picture.earliest_open_ms < high:
+        axes.axhspan(max(picture.earliest_open_ms, low), high, color=OPEN, alpha=0.12, lw=0)
+    if picture.watermark_ms > 0 and low < picture.watermark_ms < high:
+        axes.axhline(picture.watermark_ms, color=INK, lw=1.4)
+    if low < picture.earliest_open_ms < high:
+        axes.axhline(picture.earliest_open_ms, color=FEEDS, lw=1, ls="--")
+    if picture.event_split_ms is not None and low < picture.event_split_ms < high:
+        axes.axhline(picture.event_split_ms, color=LATE, lw=1.2, ls="-.")
+    for box, shape in zip(panel.boxes, panel.shapes, strict=True):
         axes.add_patch(
             _rectangle(
-                (box.start_offset, bottom),
-                box.end_offset - box.start_offset,
-                max(top - bottom, (high - low) / 200),
+                (shape.x0, shape.y0),
+                shape.x1 - shape.x0,
+                shape.y1 - shape.y0,
                 facecolor=FEEDS if box.can_feed_open else WRITTEN,
                 alpha=0.55,
                 edgecolor=INK,
                 lw=0.6,
-                ls="-" if valid else ":",
+                ls=":" if box.eventless else "-",
+                hatch="xxx" if box.eventless else "",
+                gid=f"batch-{box.first_batch}",  # an SVG names each box by its batch
             )
         )
-        if len(panel.boxes) <= 12:
-            axes.annotate(
-                box.label if valid else f"{box.label}: no valid event",
-                ((box.start_offset + box.end_offset) / 2, top),
-                xytext=(0, 2),
-                textcoords="offset points",
-                ha="center",
-                fontsize=7,
-                color=INK,
-            )
-    left, right = _offset_range(panel)
-    axes.set_xlim(left, right)
     if panel.restart_offset is not None and panel.restart_offset >= 0:
         end = panel.old_end_offset if panel.old_end_offset is not None else panel.restart_offset
         if end > panel.restart_offset:
             axes.axvspan(panel.restart_offset, end, color=REPLAY, alpha=0.15, hatch="//", lw=0)
         axes.axvline(panel.restart_offset, color=REPLAY, lw=2)
-        axes.annotate(
-            f"restart {panel.restart_offset}\nreplay {panel.restart.records_to_replay or 0}",
-            (panel.restart_offset, high),
-            xytext=(4, -4),
-            textcoords="offset points",
-            va="top",
-            fontsize=8,
-            color=REPLAY,
-            fontweight="bold",
-        )
     if panel.old_end_offset is not None:
         axes.axvline(panel.old_end_offset, color=INK, lw=1, ls=":")
-        _note(axes, f"old end {panel.old_end_offset}", (panel.old_end_offset, low), (4, 4), INK)
-    waiting = (panel.waiting_end_offset or 0) - (panel.old_end_offset or 0)
-    if panel.waiting_end_offset is not None and panel.old_end_offset is not None and waiting > 0:
-        axes.axvspan(panel.old_end_offset, panel.waiting_end_offset, color=LATE, alpha=0.08, lw=0)
-        late = "not counted" if panel.late_records is None else f"{panel.late_records} late"
-        _note(axes, f"{waiting} waiting: {late}", (panel.waiting_end_offset, low), (-4, 18), LATE)
-    watermark = "not yet set" if picture.watermark_ms <= 0 else _clock(picture.watermark_ms)
-    _note(axes, f"W {watermark}", (right, picture.watermark_ms), (-4, 2), INK)
-    if picture.event_split_ms is not None:
-        axes.axhline(picture.event_split_ms, color=LATE, lw=1.2, ls="-.")
-        _note(
-            axes,
-            f"E {_clock(picture.event_split_ms)}: the new windows count events from here",
-            (left, picture.event_split_ms),
-            (4, 2),
-            LATE,
+    waiting = panel.waiting_end_offset
+    if waiting is not None and panel.old_end_offset is not None and waiting > panel.old_end_offset:
+        axes.axvspan(panel.old_end_offset, waiting, color=LATE, alpha=0.08, lw=0)
+    for label in panel.labels:
+        # Placed by the layout, clear of every box and every other label.
+        axes.text(
+            label.x,
+            label.y,
+            label.text,
+            ha=label.ha,
+            va=label.va,
+            fontsize=label.size,
+            color=LABEL_COLOURS.get(label.role, INK),
+            fontweight="bold" if label.bold else "normal",
+            bbox={"boxstyle": "square,pad=0.1", "facecolor": "white", "alpha": 0.7, "lw": 0},
         )
-    _note(
-        axes,
-        f"T_min {_clock(picture.earliest_open_ms)}",
-        (right, picture.earliest_open_ms),
-        (-4, -10),
-        FEEDS,
-    )
+    axes.grid(axis="y", color="#eeeeee")
+
+
+def _draw_notes(axes: Axes, panel: PartitionPanel) -> None:
+    """Under the panel: why it restarts there, and anything the panel had no room for."""
+    axes.axis("off")
     axes.text(
-        0.01,
-        0.02,
-        textwrap.fill(f"Why: {panel.restart.reason}", 110)
-        + (
-            f"\nLost to retention: {panel.restart.lost_records}"
-            if panel.restart.lost_records
-            else ""
-        ),
+        0.0,
+        1.0,
+        "\n".join(panel.notes),
         transform=axes.transAxes,
+        va="top",
         fontsize=7.5,
         color=INK,
-        va="bottom",
-        bbox={"facecolor": "white", "alpha": 0.8, "lw": 0},
     )
-    axes.grid(axis="y", color="#eeeeee")
 
 
 def _boundaries(picture: PlanPicture) -> list[int]:
@@ -245,47 +251,17 @@ def _boundaries(picture: PlanPicture) -> list[int]:
     return inside if 2 <= len(inside) <= 14 else []
 
 
-def _note(
-    axes: Axes,
-    text: str,
-    at: tuple[float, float],
-    shift: tuple[float, float],
-    colour: str,
-) -> None:
-    """A small label ``shift`` points from ``at``: right-aligned when shifted left."""
-    axes.annotate(
-        text,
-        at,
-        xytext=shift,
-        textcoords="offset points",
-        ha="right" if shift[0] < 0 else "left",
-        fontsize=8,
-        color=colour,
-    )
-
-
-def _offset_range(panel: PartitionPanel) -> tuple[float, float]:
-    points = [
-        offset
-        for offset in (panel.restart_offset, panel.old_end_offset, panel.waiting_end_offset)
-        if offset is not None and offset >= 0
-    ]
-    points += [box.start_offset for box in panel.boxes] + [box.end_offset for box in panel.boxes]
-    if not points:
-        return 0.0, 1.0
-    left, right = min(points), max(points)
-    margin = max(1.0, (right - left) * 0.04)
-    return left - margin, right + margin
-
-
 def _draw_windows(axes: Axes, picture: PlanPicture) -> None:
     axes.set_title("windows", fontsize=9, color=INK)
+    low = picture.frame.low  # under it is the band of batches without events: no time
     for bar in picture.windows:
+        if bar.end_ms <= low:
+            continue
         axes.add_patch(
             _rectangle(
-                (bar.lane, bar.start_ms),
+                (bar.lane, max(bar.start_ms, low)),
                 0.8,
-                bar.end_ms - bar.start_ms,
+                bar.end_ms - max(bar.start_ms, low),
                 facecolor=WRITTEN if bar.written else OPEN,
                 edgecolor="white",
                 lw=0.8,
@@ -293,17 +269,15 @@ def _draw_windows(axes: Axes, picture: PlanPicture) -> None:
                 hatch="" if bar.written else "..",
             )
         )
-    axes.axhline(picture.watermark_ms, color=INK, lw=1.4)
+    if picture.watermark_ms > 0:
+        axes.axhline(picture.watermark_ms, color=INK, lw=1.4)
     axes.set_xlim(-0.1, picture.lanes)
     axes.set_xticks([])
     axes.tick_params(labelleft=False)
-    axes.text(
-        0.5,
-        0.01,
+    # Under the strip, not on it: the text would cover the windows.
+    axes.set_xlabel(
         "grey: written\norange: open"
         + ("" if picture.event_split_ms is None else ",\nnot carried over"),
-        transform=axes.transAxes,
-        ha="center",
         fontsize=7,
         color=INK,
     )
@@ -329,12 +303,12 @@ def _rectangle(xy: tuple[float, float], width: float, height: float, **style: An
 def _time_formatter(span_ms: int) -> Formatter:
     from matplotlib.ticker import FuncFormatter
 
-    pattern = "%H:%M:%S" if span_ms < 86_400_000 else "%m-%d %H:%M"
+    pattern = _pattern(span_ms)
     return FuncFormatter(lambda value, _: _at(value).strftime(pattern))
 
 
-def _clock(ms: int) -> str:
-    return _at(ms).strftime("%H:%M:%S")
+def _pattern(span_ms: int) -> str:
+    return "%H:%M:%S" if span_ms < 86_400_000 else "%m-%d %H:%M"
 
 
 def _at(ms: float) -> datetime:

@@ -78,7 +78,7 @@ def apply_plan(
         f"generation {plan.from_generation} retired; generation {plan.to_generation} planned "
         "and applied.\n"
         f"  starts at   {plan.starting_offsets}\n"
-        f"  filter      {plan.replay_filter.describe()}\n"
+        f"  filter      {plan.replay_filter.explain()}\n"
         f"  output      {layout.output}\n"
         f"  checkpoint  {layout.checkpoint}\n"
         "Start it with `run`."
