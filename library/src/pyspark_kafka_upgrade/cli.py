@@ -14,6 +14,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, NoReturn
 
+from py4j.protocol import Py4JError  # type: ignore[import-untyped]
 from pyspark.errors import PySparkException
 
 from pyspark_kafka_upgrade.config import command as configuration
@@ -444,8 +445,14 @@ Each window and key comes out as one of:
 Exit code 0 only when nothing is lost, written twice or different; 1 when something is; 2
 when there is nothing to verify or the range is empty.
 
-The default range is the windows around the last upgrade. Times are ISO-8601, UTC unless they
-say otherwise.
+Which windows: from --from to --to, by window start. The default --from is the windows
+around the last upgrade: two window lengths and two watermark delays before its W, rounded
+down to a window start (W 10:34:40, 10-minute windows, 5-minute delay: from 10:00:00). It
+covers the windows the old generation wrote last, the ones the upgrade rebuilt and those
+after. With no upgrade, the same distance before the watermark of the current generation's
+last batch. Pass an earlier --from to check older windows too (an incident's range, or
+everything since the first event); a later one to read back less.
+Times are ISO-8601, UTC unless they say otherwise.
 """
 
 
@@ -466,7 +473,8 @@ def _add_verify_command(commands: _Commands) -> None:
         dest="from_time",
         type=_instant,
         metavar="TIME",
-        help="first window start to check (default: around the last upgrade)",
+        help="first window start to check (default: two windows and two watermark delays "
+        "before the last upgrade's W, at a window start)",
     )
     verify.add_argument(
         "--to",
@@ -557,12 +565,20 @@ SPARK_KAFKA_JARS on a machine without Maven.
 """
 
 
-RUN_DESCRIPTION = """\
+PROGRESS_EXAMPLE = (
+    "batch 12  aggregates  input rows 1,204  rows written 6  malformed 3  "
+    "watermark 2026-11-22T10:05:00Z  lag 40  2.1 s"
+)
+RUN_DESCRIPTION = f"""\
 Run the pipeline's current generation: Kafka -> windowed aggregates (append mode) into the
 generation's output directory, malformed records into its quarantine directory, and one
 ledger record per committed batch. Prints one line per batch:
 
-  batch 12  aggregates  rows 1,204  malformed 3  watermark 2026-11-22T10:05:00Z  lag 40  2.1 s
+  {PROGRESS_EXAMPLE}
+
+input rows: the Kafka records the batch read; rows written: the rows it appended to the
+output (windows the watermark closed, one row per window and key); malformed: the records
+among the input that are not valid events, which the quarantine query writes.
 
 Ctrl-C or SIGTERM stops it cleanly: the batch in flight finishes and commits first. A second
 Ctrl-C stops at once (still safe: the checkpoint restarts the batch).
@@ -765,7 +781,9 @@ def main(project: Project, argv: Sequence[str] | None = None) -> int:
         # the event schema lacks), found when the job is planned.
         print(f"{prog}: error: {error}", file=sys.stderr)
         return ConfigError.exit_code
-    except PySparkException as error:
+    except (PySparkException, Py4JError) as error:
+        # Py4JJavaError: the Java exceptions PySpark does not convert (SparkException among
+        # them) would otherwise end the command with pages of Java and Python stack.
         print(f"{prog}: error: Spark: {cause(error)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

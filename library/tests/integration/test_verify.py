@@ -8,12 +8,22 @@ procedure is broken on purpose, one fault at a time, and `verify` must name what
 - a value edited in a committed parquet file: different;
 - a naive restart (the new generation starts where the old one stopped): lost;
 - events that arrive after their windows were written: late by design, not lost.
+
+A committed file damaged after it was committed (deleted, its bytes changed so that Hadoop's
+checksum fails, its size changed, its directory unreadable) is named by `verify` as damaged
+output, the rest still verified, and by `output show`, `checkpoint show` and `upgrade plan`
+in one line each, with what to do. Unreadable directories need a process that file
+permissions apply to: a subprocess, without root's capabilities (``support.permissions``).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import re
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -28,8 +38,10 @@ from pyspark.sql import SparkSession
 from pyspark_kafka_upgrade import cli
 from pyspark_kafka_upgrade.example.pipeline import PROJECT
 from pyspark_kafka_upgrade.ledger.opening import open_store
+from pyspark_kafka_upgrade.model.damage import Damage, DamagedFile, Part
 from pyspark_kafka_upgrade.model.plan import UpgradePlan
 from pyspark_kafka_upgrade.model.verification import PairState, Status, VerifyReport
+from pyspark_kafka_upgrade.reconcile.render import render_report
 from pyspark_kafka_upgrade.run.command import RunRequest, run_pipeline
 from pyspark_kafka_upgrade.settings import Settings
 from pyspark_kafka_upgrade.testing import kafka_backends as kafka
@@ -37,6 +49,7 @@ from pyspark_kafka_upgrade.testing.kafka_backends import KafkaBackend
 from pyspark_kafka_upgrade.testing.proof import ProofReport, prove_upgrade
 from pyspark_kafka_upgrade.values.layout import GenerationLayout
 from pyspark_kafka_upgrade.verify.command import VerifyRange, verify_pipeline
+from support.permissions import unprivileged, unreadable
 
 pytestmark = pytest.mark.integration
 
@@ -213,6 +226,239 @@ def test_a_naive_restart_loses_the_open_windows_and_verify_names_them(
             assert PairState.SKIPPED in {e.state for e in finding.events}
 
 
+# -- Damaged output: verify names it and verifies the rest -------------------------------------
+
+RESTORE = "restore it from a backup"
+OR_THE_REST = "or run `output show --generation 1` to see the rest"
+
+
+def test_verify_names_a_missing_committed_file_and_verifies_the_rest(
+    upgraded: ProofReport, spark: SparkSession
+) -> None:
+    with deleted_file(settings_of(upgraded)) as (path, rows):
+        verified = verify(upgraded, spark)
+
+    assert verified.damaged == (
+        DamagedFile(2, Part.COMMITTED_FILE, path.as_uri(), Damage.MISSING, "is missing"),
+    )
+    _assert_the_rest_verified(verified, rows)
+    text = render_report(verified)
+    assert (
+        "committed output that could not be read (1): left out of the comparison, so the "
+        "windows whose rows it held show as lost or different above\n"
+        f"  generation 2's committed file {path.name} is missing: the output was changed outside "
+        f"the pipeline; {RESTORE}\n"
+    ) in text
+    assert text.splitlines()[-1] == (
+        f"NOT OK: 1 damaged output file (generation 2), {len(rows)} lost."
+    )
+
+
+def test_verify_names_a_committed_file_whose_checksum_fails_and_verifies_the_rest(
+    upgraded: ProofReport, spark: SparkSession
+) -> None:
+    with flipped_byte(settings_of(upgraded)) as (path, rows, chunk):
+        verified = verify(upgraded, spark)
+
+    (damaged,) = verified.damaged
+    assert (damaged.generation, damaged.part, damaged.path, damaged.damage) == (
+        2,
+        Part.COMMITTED_FILE,
+        path.as_uri(),
+        Damage.UNREADABLE,
+    )
+    assert re.fullmatch(_checksum_line(path, chunk), damaged.message()), damaged.message()
+    _assert_the_rest_verified(verified, rows)
+
+
+def test_verify_names_a_committed_file_of_another_size_and_verifies_the_rest(
+    upgraded: ProofReport, spark: SparkSession
+) -> None:
+    with grown_file(settings_of(upgraded)) as (path, rows, committed):
+        verified = verify(upgraded, spark)
+
+    (damaged,) = verified.damaged
+    assert damaged.message() == (
+        f"generation 2's committed file {path.name} has {committed + 4} bytes where the sink log "
+        f"committed {committed}: the output was changed outside the pipeline after its batch "
+        f"committed; {RESTORE}"
+    )
+    _assert_the_rest_verified(verified, rows)
+
+
+def test_verify_names_an_output_directory_it_may_not_read_and_verifies_the_rest(
+    upgraded: ProofReport, tmp_path: Path
+) -> None:
+    settings = settings_of(upgraded)
+    directory = _local(GenerationLayout(settings.pipeline.root, 2).output)
+    rows = _rows_of(_committed(directory))
+    with unreadable(directory):
+        done = _unprivileged_cli(settings, tmp_path, "verify", "--from", FROM, "--json")
+
+    assert done.returncode == 1, done.stderr
+    verified = VerifyReport.from_json(json.loads(done.stdout))
+    assert [file.message() for file in verified.damaged] == [
+        f"generation 2's sink log {directory}/_spark_metadata cannot be read (permission "
+        "denied): give the user that runs this command read access to it and to the "
+        "directories above it"
+    ]
+    _assert_the_rest_verified(verified, rows)
+
+
+# -- Damaged output: output show, checkpoint show, upgrade plan, in one line -------------------
+
+
+def test_output_show_refuses_a_missing_committed_file_in_one_line(
+    upgraded: ProofReport, spark: SparkSession, capsys: pytest.CaptureFixture[str]
+) -> None:
+    settings = settings_of(upgraded)
+    with deleted_file(settings) as (path, _):
+        code = cli.main(PROJECT, [*_sets(settings), "output", "show"])
+
+    assert (code, _error_lines(capsys)) == (
+        1,
+        [
+            f"generation 2's committed file {path.name} is missing: the output was changed "
+            f"outside the pipeline; {RESTORE}, {OR_THE_REST}"
+        ],
+    )
+
+
+def test_output_show_refuses_a_committed_file_whose_checksum_fails_in_one_line(
+    upgraded: ProofReport, spark: SparkSession, capsys: pytest.CaptureFixture[str]
+) -> None:
+    settings = settings_of(upgraded)
+    with flipped_byte(settings) as (path, _, chunk):
+        code = cli.main(PROJECT, [*_sets(settings), "output", "show"])
+
+    (line,) = _error_lines(capsys)
+    assert code == 1
+    assert re.fullmatch(_checksum_line(path, chunk) + re.escape(f", {OR_THE_REST}"), line), line
+
+
+def test_output_show_refuses_a_committed_file_of_another_size_in_one_line(
+    upgraded: ProofReport, spark: SparkSession, capsys: pytest.CaptureFixture[str]
+) -> None:
+    settings = settings_of(upgraded)
+    with grown_file(settings) as (path, _, committed):
+        code = cli.main(PROJECT, [*_sets(settings), "output", "show"])
+
+    assert (code, _error_lines(capsys)) == (
+        1,
+        [
+            f"generation 2's committed file {path.name} has {committed + 4} bytes where the sink "
+            f"log committed {committed}: the output was changed outside the pipeline after its "
+            f"batch committed; {RESTORE}, {OR_THE_REST}"
+        ],
+    )
+
+
+def test_checkpoint_show_names_committed_files_missing_or_of_another_size(
+    upgraded: ProofReport, capsys: pytest.CaptureFixture[str]
+) -> None:
+    settings = settings_of(upgraded)
+    with deleted_file(settings) as (gone, _), grown_file(settings, skip=gone) as (grown, _, size):
+        code = cli.main(PROJECT, [*_sets(settings), "checkpoint", "show"])
+    out = capsys.readouterr().out
+
+    assert code == 0
+    # One sentence each, in the sink log's order.
+    assert {line for line in out.splitlines() if line.startswith("Generation 2's")} == {
+        f"Generation 2's committed file {gone.name} is missing: the output was changed outside "
+        f"the pipeline; {RESTORE}.",
+        f"Generation 2's committed file {grown.name} has {size + 4} bytes where the sink log "
+        f"committed {size}: the output was changed outside the pipeline after its batch "
+        f"committed; {RESTORE}.",
+    }
+    assert re.search(r"^  live files +\d+, 2 damaged$", out, re.MULTILINE), out
+
+
+def test_upgrade_plan_reads_no_committed_file_so_a_missing_one_does_not_stop_it(
+    upgraded: ProofReport, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # It plans from the checkpoint and the sink log; the output files are verify's business.
+    settings = settings_of(upgraded)
+    with deleted_file(settings):
+        code = cli.main(PROJECT, [*_sets(settings), "upgrade", "plan", "--no-scan"])
+
+    assert code == 0, capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["output", "show"], ["checkpoint", "show"], ["upgrade", "plan", "--no-scan"]],
+    ids=" ".join,
+)
+def test_an_output_directory_this_user_may_not_read_is_one_line(
+    upgraded: ProofReport, tmp_path: Path, command: list[str]
+) -> None:
+    settings = settings_of(upgraded)
+    directory = _local(GenerationLayout(settings.pipeline.root, 2).output)
+    with unreadable(directory):
+        done = _unprivileged_cli(settings, tmp_path, *command)
+
+    rest = f", {OR_THE_REST}" if command[0] == "output" else ""
+    assert (done.returncode, done.stderr.splitlines()) == (
+        1,
+        [
+            f"page_views_pipeline: error: generation 2's sink log {directory}/_spark_metadata "
+            "cannot be read (permission denied): give the user that runs this command read "
+            f"access to it and to the directories above it{rest}"
+        ],
+    )
+
+
+FROM = "2026-11-22T09:50:00Z"
+
+
+def _assert_the_rest_verified(
+    verified: VerifyReport, rows: set[tuple[int, tuple[str, ...]]]
+) -> None:
+    """The damaged file's windows are lost, and every other window is as it was: the 30
+    exact ones exact (the late events an earlier test added stay late by design)."""
+    assert not verified.ok
+    assert rows
+    failing = {_identity(f): f.status for f in verified.findings if f.status.fails}
+    assert failing == dict.fromkeys(rows, Status.LOST)
+    assert verified.count(Status.EXACT) == 30 - len(rows)
+
+
+def _checksum_line(path: Path, chunk: int) -> str:
+    """The line for ``path`` whose bytes no longer match Hadoop's checksum of ``chunk``."""
+    return (
+        re.escape(f"generation 2's committed file {path.name} cannot be read by Spark (")
+        + r"FAILED_READ_FILE\.[A-Z_]+: ChecksumException: Checksum error: at "
+        + f"{chunk}"
+        + r" exp: -?\d+ got: -?\d+\)"
+        + re.escape(
+            f": the output was changed outside the pipeline, or the storage damaged it; {RESTORE}"
+        )
+    )
+
+
+def _error_lines(capsys: pytest.CaptureFixture[str]) -> list[str]:
+    prefix = "page_views_pipeline: error: "
+    lines = capsys.readouterr().err.splitlines()
+    assert all(line.startswith(prefix) for line in lines), lines
+    return [line.removeprefix(prefix) for line in lines]
+
+
+def _unprivileged_cli(
+    settings: Settings, cwd: Path, *command: str
+) -> subprocess.CompletedProcess[str]:
+    """The example's CLI in a subprocess that file permissions apply to, even as root."""
+    argv = [sys.executable, "-m", "pyspark_kafka_upgrade.example", *_sets(settings), *command]
+    return subprocess.run(
+        unprivileged(argv),
+        cwd=cwd,  # no ./pipeline.toml there
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
 # -- Faults ----------------------------------------------------------------------------------
 
 
@@ -260,6 +506,66 @@ def edited_value(settings: Settings) -> Iterator[tuple[int, tuple[str, ...]]]:
         _write_as_spark(pa.Table.from_pylist(rows, schema=table.schema), path)
         log.write_text(_with_size(log.read_text(), path))
         yield (_ms(rows[0]["window_start"]), (rows[0]["article_id"],))
+
+
+@contextmanager
+def deleted_file(settings: Settings) -> Iterator[tuple[Path, set[tuple[int, tuple[str, ...]]]]]:
+    """Delete a committed file of generation 2 with rows (and its checksum file)."""
+    path = _committed_with_rows(settings)
+    rows = _rows_of([path])
+    crc = path.with_name(f".{path.name}.crc")
+    with _edited(path, *([crc] if crc.exists() else [])):
+        path.unlink()
+        crc.unlink(missing_ok=True)
+        yield path, rows
+
+
+@contextmanager
+def flipped_byte(
+    settings: Settings,
+) -> Iterator[tuple[Path, set[tuple[int, tuple[str, ...]]], int]]:
+    """Change one byte in the middle of a committed file of generation 2, keeping its size
+    and Hadoop's checksum file beside it: Spark's read then fails on the checksum. Yields
+    the file, its rows and the 512-byte chunk whose checksum fails."""
+    path = _committed_with_rows(settings)
+    rows = _rows_of([path])
+    content = path.read_bytes()
+    middle = len(content) // 2
+    try:
+        path.write_bytes(content[:middle] + bytes([content[middle] ^ 0xFF]) + content[middle + 1 :])
+        yield path, rows, middle // 512 * 512
+    finally:
+        path.write_bytes(content)
+
+
+@contextmanager
+def grown_file(
+    settings: Settings, *, skip: Path | None = None
+) -> Iterator[tuple[Path, set[tuple[int, tuple[str, ...]]], int]]:
+    """Append 4 bytes to a committed file of generation 2 (other than ``skip``, with rows if
+    there is one): its size is no longer the sink log's. Yields the file, its rows and the size
+    the log committed."""
+    path = _committed_with_rows(settings, skip=skip)
+    rows = _rows_of([path])
+    size = path.stat().st_size
+    with _edited(path):
+        path.write_bytes(path.read_bytes() + b"\0\0\0\0")
+        yield path, rows, size
+
+
+def _committed_with_rows(settings: Settings, *, skip: Path | None = None) -> Path:
+    """A committed file of generation 2, one with rows if there is one besides ``skip``."""
+    new = _local(GenerationLayout(settings.pipeline.root, 2).output)
+    files = [path for path in _committed(new) if path != skip]
+    return next((path for path in files if pq.read_metadata(path).num_rows), files[0])
+
+
+def _rows_of(paths: list[Path]) -> set[tuple[int, tuple[str, ...]]]:
+    return {
+        (_ms(row["window_start"]), (row["article_id"],))
+        for path in paths
+        for row in pq.read_table(path).to_pylist()
+    }
 
 
 def _naive_restart(spark: SparkSession):  # type: ignore[no-untyped-def]

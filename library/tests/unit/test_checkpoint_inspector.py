@@ -1,7 +1,8 @@
 """The checkpoint inspector: a hand-made checkpoint and sink next to a SQLite ledger.
 
 The checkpoint committed batches 0-3 and planned batch 4; the ledger is filled to agree
-with it, to lag, to lead, to differ, or with a gap marker.
+with it, to lag, to lead, to differ, or with a gap marker. The sink's committed files are
+checked against its log: one gone or of another size is named in one line.
 """
 
 from __future__ import annotations
@@ -83,9 +84,11 @@ def write_checkpoint(root: Path, *, first_retained: int = 0) -> str:
 
 
 def write_sink(root: Path, batches: range) -> str:
+    """Each batch commits one file of 500 bytes, and writes it."""
     for batch in batches:
         entry = {"path": f"file://{root}/part-{batch}.parquet", "size": 500, "action": "add"}
         write(root / "_spark_metadata" / str(batch), "v1\n" + json.dumps(entry))
+        (root / f"part-{batch}.parquet").write_bytes(b"p" * 500)
     return str(root)
 
 
@@ -172,6 +175,7 @@ def test_a_ledger_that_agrees_and_the_whole_report_as_json(
             "compact_batch_id": None,
             "live_files": 4,
             "last_batch_matches_checkpoint": True,
+            "damaged": [],
         },
         "ledger": ledger_json(ledger),
     }
@@ -338,6 +342,39 @@ def test_a_sink_one_batch_ahead_is_reported(
     assert isinstance(sink_section, dict)
     assert sink_section["last_batch_id"] == 4
     assert sink_section["last_batch_matches_checkpoint"] is False
+
+
+def test_a_committed_file_gone_or_of_another_size_is_named_in_one_line_each(
+    tmp_path: Path, checkpoint: str, ledger: SqliteOffsetStore
+) -> None:
+    for batch in range(4):
+        ledger.record_batch(record(batch))
+    output = tmp_path / "output" / "generation-1"
+    sink = write_sink(output, range(4))
+    (output / "part-1.parquet").unlink()
+    (output / "part-2.parquet").write_bytes(b"p" * 512)
+    report = inspect_checkpoint(
+        checkpoint, sink_uri=sink, ledger=ledger, pipeline=PIPELINE, generation=1
+    )
+
+    values, sentences = fields_and_sentences(render_report(report, as_json=False))
+    assert values["live files"] == "4, 2 damaged"
+    assert sentences == [
+        "Batch 3 is the last committed one; it ran with watermark W = 21000 ms.",
+        "Batch 4 was planned but not committed; a restart runs it again.",
+        "Generation 1's committed file part-1.parquet is missing: the output was changed "
+        "outside the pipeline; restore it from a backup.",
+        "Generation 1's committed file part-2.parquet has 512 bytes where the sink log "
+        "committed 500: the output was changed outside the pipeline after its batch "
+        "committed; restore it from a backup.",
+        "The ledger agrees with the checkpoint (4 batch(es) compared).",
+    ]
+    sink_section = inspect(checkpoint, ledger, sink)["sink"]
+    assert isinstance(sink_section, dict)
+    assert [(d["path"], d["damage"]) for d in sink_section["damaged"]] == [
+        (f"file://{output}/part-1.parquet", "missing"),
+        (f"file://{output}/part-2.parquet", "wrong size"),
+    ]
 
 
 def test_a_checkpoint_without_commits_has_no_last_batch(

@@ -442,6 +442,10 @@ def test_verify_help_lists_the_statuses_and_an_example(capsys: pytest.CaptureFix
     assert f"  {PROG} verify --from 2026-11-26T09:00:00Z --to 2026-11-26T12:00:00Z" in lines
     assert "Exit code 0 only when nothing is lost, written twice or different" in out
     assert "ISO-8601, UTC unless they" in out
+    # How to choose --from: the default, worked on the demo's numbers, and when to pass one.
+    assert "The default --from is the windows\naround the last upgrade" in out
+    assert "(W 10:34:40, 10-minute windows, 5-minute delay: from 10:00:00)" in out
+    assert "Pass an earlier --from to check older windows too" in out
 
 
 def test_verify_help_explains_every_status_the_report_can_show(

@@ -20,6 +20,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pyspark_kafka_upgrade.example.pipeline import PROJECT
+from pyspark_kafka_upgrade.model.damage import Damage, DamagedFile, FileReadFailure, Part
 from pyspark_kafka_upgrade.output.command import (
     InvalidLimitError,
     show_output,
@@ -28,12 +29,16 @@ from pyspark_kafka_upgrade.settings import (
     Settings,
     load_settings,
 )
+from pyspark_kafka_upgrade.sink.integrity import IntegrityError
 from pyspark_kafka_upgrade.sink.reader import (
+    GenerationOutput,
     IncompatibleGenerationsError,
     NoOutputError,
     committed_files,
+    damage_in,
     describe_generations,
     generations_present,
+    read_around_damage,
     read_output,
 )
 from pyspark_kafka_upgrade.values.layout import (
@@ -502,3 +507,114 @@ def test_show_output_with_nothing_committed_does_not_start_spark(
         show_output(settings_for(parquet_root, monkeypatch), spark=no_spark, limit=5, generation=3)
 
     assert str(raised.value) == f"no committed batch yet in {parquet_root}/output/generation-3"
+
+
+# --- damaged committed files -----------------------------------------------------------------
+# Spark's own errors on real damage are in tests/integration/test_verify.py; here the retry
+# around them, with an attempt that fails as Spark would.
+
+
+def two_generations() -> list[GenerationOutput]:
+    return [
+        GenerationOutput(
+            1, "/o/generation-1", 0, 1, "parquet", files=("file:///o/generation-1/a",)
+        ),
+        GenerationOutput(
+            2,
+            "/o/generation-2",
+            1,
+            2,
+            "parquet",
+            files=("file:///o/generation-2/b", "file:///o/generation-2/c"),
+        ),
+    ]
+
+
+def unreadable(path: str) -> FileReadFailure:
+    return FileReadFailure(path, "FAILED_READ_FILE.NO_HINT", "BadThing: no", False, False)
+
+
+class SparkFailed(Exception):
+    """Stands for a Py4JJavaError naming the file it could not read."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(path)
+        self.path = path
+
+
+def spark_says(error: BaseException) -> FileReadFailure | None:
+    return unreadable(error.path) if isinstance(error, SparkFailed) else None
+
+
+def test_a_file_spark_cannot_read_is_left_out_and_the_attempt_runs_again() -> None:
+    seen: list[list[tuple[str, ...]]] = []
+
+    def attempt(outputs: list[GenerationOutput]) -> str:
+        seen.append([output.files for output in outputs])
+        # Spark names it file:/..., the log file:///...: the same file.
+        if "file:///o/generation-2/b" in outputs[1].files:
+            raise SparkFailed("file:/o/generation-2/b")
+        return "report"
+
+    assert read_around_damage(two_generations(), attempt, failed_file=spark_says) == "report"
+    assert seen == [
+        [("file:///o/generation-1/a",), ("file:///o/generation-2/b", "file:///o/generation-2/c")],
+        [("file:///o/generation-1/a",), ("file:///o/generation-2/c",)],
+    ]
+
+
+def test_the_attempt_that_succeeds_sees_the_damage_on_its_generation() -> None:
+    def attempt(outputs: list[GenerationOutput]) -> list[tuple[int, str, Damage]]:
+        if outputs[0].files:
+            raise SparkFailed("/o/generation-1/a")
+        return [(o.generation, f.detail, f.damage) for o in outputs for f in o.damaged]
+
+    found = read_around_damage(two_generations(), attempt, failed_file=spark_says)
+
+    assert found == [
+        (1, "cannot be read by Spark (FAILED_READ_FILE.NO_HINT: BadThing: no)", Damage.UNREADABLE)
+    ]
+
+
+def test_an_error_about_anything_else_is_raised_as_it_is() -> None:
+    def attempt(outputs: list[GenerationOutput]) -> None:
+        raise SparkFailed("file:///somewhere/else")
+
+    with pytest.raises(SparkFailed):
+        read_around_damage(two_generations(), attempt, failed_file=spark_says)
+
+
+def test_past_the_limit_of_unreadable_files_it_stops_in_one_line() -> None:
+    def attempt(outputs: list[GenerationOutput]) -> None:
+        first = next(path for output in outputs for path in output.files)
+        raise SparkFailed(first)
+
+    with pytest.raises(IntegrityError) as raised:
+        read_around_damage(two_generations(), attempt, failed_file=spark_says, limit=1)
+
+    assert str(raised.value) == (
+        "generation 1's committed file a cannot be read by Spark (FAILED_READ_FILE.NO_HINT: "
+        "BadThing: no): the output was changed outside the pipeline, or the storage damaged "
+        "it; restore it from a backup, or check the storage itself: it may be failing (1 more "
+        "damaged in generation 2: `checkpoint show --generation N` lists each)"
+    )
+
+
+def test_damage_in_maps_a_missing_or_refused_file_to_its_generation() -> None:
+    outputs = two_generations()
+    gone = FileReadFailure(
+        "file:/o/generation-2/c", "FAILED_READ_FILE.FILE_NOT_EXIST", "", True, False
+    )
+    refused = FileReadFailure("/o/generation-1/a", "FAILED_READ_FILE.NO_HINT", "", False, True)
+
+    assert damage_in(gone, outputs) == DamagedFile(
+        2, Part.COMMITTED_FILE, "file:///o/generation-2/c", Damage.MISSING, "is missing"
+    )
+    assert damage_in(refused, outputs) == DamagedFile(
+        1,
+        Part.COMMITTED_FILE,
+        "file:///o/generation-1/a",
+        Damage.NO_ACCESS,
+        "cannot be read (permission denied)",
+    )
+    assert damage_in(None, outputs) is None

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from pyspark_kafka_upgrade.model.damage import Damage, DamagedFile, Part
 from pyspark_kafka_upgrade.model.verification import (
     DeletedRange,
     EventRef,
@@ -234,3 +235,37 @@ def test_empty_sections_are_left_out() -> None:
         assert head not in text
     # The three head lines, a blank line, the verdict.
     assert len(text.splitlines()) == 5
+
+
+GONE = DamagedFile(
+    2, Part.COMMITTED_FILE, "file:///data/output/generation-2/part-0.parquet", Damage.MISSING,
+    "is missing",
+)  # fmt: skip
+NO_ACCESS = DamagedFile(
+    3, Part.SINK_LOG, "/data/output/generation-3/_spark_metadata", Damage.NO_ACCESS,
+    "cannot be read (permission denied)",
+)  # fmt: skip
+
+
+def test_damaged_output_has_its_section_and_leads_the_verdict() -> None:
+    made = report({"exact": 5, "lost": 2}, findings=(LOST,), damaged=(GONE, NO_ACCESS))
+    lines = render_report(made).splitlines()
+
+    start = lines.index(
+        "committed output that could not be read (2): left out of the comparison, so the "
+        "windows whose rows it held show as lost or different above"
+    )
+    assert lines[start + 1 : start + 3] == [
+        "  generation 2's committed file part-0.parquet is missing: the output was changed "
+        "outside the pipeline; restore it from a backup",
+        "  generation 3's sink log /data/output/generation-3/_spark_metadata cannot be read "
+        "(permission denied): give the user that runs this command read access to it and to "
+        "the directories above it",
+    ]
+    assert lines[-1] == "NOT OK: 2 damaged output files (generation 2, 3), 2 lost."
+
+
+def test_damaged_output_alone_is_not_ok() -> None:
+    made = report({"exact": 7}, damaged=(GONE,))
+
+    assert verdict(made) == "NOT OK: 1 damaged output file (generation 2)."

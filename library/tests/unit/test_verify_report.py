@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from pyspark_kafka_upgrade.model.damage import Damage, DamagedFile, Part
 from pyspark_kafka_upgrade.model.verification import (
     DeletedRange,
     EventRef,
@@ -225,3 +226,64 @@ def test_a_malformed_list_count_or_status_is_named(
 def test_a_document_that_is_no_object_is_refused() -> None:
     with pytest.raises(VerifyReportError, match="must be a JSON object"):
         VerifyReport.from_json([])  # type: ignore[arg-type]
+
+
+# -- Committed output verify could not read ------------------------------------------------
+
+DAMAGED = DamagedFile(
+    generation=2,
+    part=Part.COMMITTED_FILE,
+    path="file:///data/output/generation-2/part-00000-a.snappy.parquet",
+    damage=Damage.UNREADABLE,
+    detail="cannot be read by Spark (FAILED_READ_FILE.CANNOT_READ_FILE_FOOTER: "
+    "ChecksumException: Checksum error: at 512 exp: 1 got: 2)",
+)
+
+
+def test_damaged_output_round_trips_and_fails_the_check_alone() -> None:
+    made = report(counts={"exact": 10}, damaged=(DAMAGED,))
+
+    assert made.ok is False
+    assert through_json(made) == made
+    written = json.loads(json.dumps(made.to_json()))
+    assert written["ok"] is False
+    assert written["damaged"] == [
+        {
+            "generation": 2,
+            "part": "committed file",
+            "path": DAMAGED.path,
+            "damage": "unreadable",
+            "detail": DAMAGED.detail,
+            "message": "generation 2's committed file part-00000-a.snappy.parquet cannot be read "
+            "by Spark (FAILED_READ_FILE.CANNOT_READ_FILE_FOOTER: ChecksumException: Checksum "
+            "error: at 512 exp: 1 got: 2): the output was changed outside the pipeline, or the "
+            "storage damaged it; restore it from a backup",
+        }
+    ]
+
+
+def test_a_document_written_before_damaged_output_was_reported_has_none() -> None:
+    # Format 1 without the field: what 0.5.1 wrote. The field is additive, so no new version.
+    older = document()
+    del older["damaged"]
+
+    assert VerifyReport.from_json(older).damaged == ()
+    assert VerifyReport.from_json(older) == report()
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "named"),
+    [
+        (("damaged",), {}, "'damaged'"),
+        (("damaged", 0, "generation"), "2", "'damaged[0].generation'"),
+        (("damaged", 0, "damage"), "eaten", "'damaged[0].damage'"),
+        (("damaged", 0, "part"), "shelf", "'damaged[0].part'"),
+    ],
+)
+def test_a_malformed_damaged_file_is_named(
+    path: tuple[str | int, ...], value: object, named: str
+) -> None:
+    damaged = json.loads(json.dumps(report(damaged=(DAMAGED,)).to_json()))
+
+    with pytest.raises(VerifyReportError, match=re.escape(named)):
+        VerifyReport.from_json(_with(damaged, path, value))

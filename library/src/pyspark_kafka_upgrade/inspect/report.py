@@ -5,6 +5,10 @@ Spark keeps only the newest offsets and commit files (``minBatchesToRetain``, 10
 default), so offsets and watermarks are compared only for batches whose files still exist,
 and the report says how many those were. Every batch from 0 to the last commit did commit,
 files or not, so a ledger without one of them is missing it.
+
+The sink's committed files are checked against its log through ``storage``
+(``sink.integrity``): one that is gone or has another size is named, one line each. A sink
+log this user may not read stops the report with one line.
 """
 
 from __future__ import annotations
@@ -16,9 +20,10 @@ from enum import StrEnum
 
 from pyspark_kafka_upgrade.checkpoint.reader import CheckpointState, read_checkpoint
 from pyspark_kafka_upgrade.formats.offset_log import SourceOffset
+from pyspark_kafka_upgrade.model.damage import DamagedFile
 from pyspark_kafka_upgrade.model.ledger import BatchRecord, LedgerGap
 from pyspark_kafka_upgrade.model.store import OffsetStore
-from pyspark_kafka_upgrade.sink.log import read_sink_log
+from pyspark_kafka_upgrade.sink.integrity import check_generation, read_generation_log
 from pyspark_kafka_upgrade.values.clock import iso_utc
 from pyspark_kafka_upgrade.values.offsets import InvalidOffsetsError, format_offsets, parse_offsets
 
@@ -99,6 +104,8 @@ class SinkSummary:
     # The sink commits batch N before commits/N is written, so it may be one ahead after a
     # crash; a restart then skips writing that batch again.
     last_batch_matches_checkpoint: bool
+    # Committed files missing or of another size, or directories that cannot be listed.
+    damaged: tuple[DamagedFile, ...] = ()
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -108,6 +115,7 @@ class SinkSummary:
             "compact_batch_id": self.compact_batch_id,
             "live_files": self.live_files,
             "last_batch_matches_checkpoint": self.last_batch_matches_checkpoint,
+            "damaged": [file.to_json() for file in self.damaged],
         }
 
 
@@ -211,12 +219,13 @@ def inspect_checkpoint(
     pipeline: str,
     generation: int,
 ) -> CheckpointReport:
-    """Read the checkpoint (and the sink's log) and compare the ledger's records with it."""
+    """Read the checkpoint (and the sink's log, and check its committed files) and compare
+    the ledger's records with it."""
     state = read_checkpoint(checkpoint_uri)
     last = state.last_committed_batch
     sink = None
     if sink_uri is not None:
-        log = read_sink_log(sink_uri)
+        log = read_generation_log(generation, sink_uri)
         sink = SinkSummary(
             uri=sink_uri,
             batches=batch_ranges(log.batch_ids),
@@ -224,6 +233,7 @@ def inspect_checkpoint(
             compact_batch_id=log.compact_batch_id,
             live_files=len(log.files),
             last_batch_matches_checkpoint=log.last_batch_id == last,
+            damaged=check_generation(generation, sink_uri, log=log).damaged,
         )
     if ledger is None:
         agreement = _no_ledger()
@@ -401,10 +411,11 @@ def _sink_fields(sink: SinkSummary) -> list[tuple[str, str]]:
         last = f"{_optional(sink.last_batch_id)}, as in the checkpoint"
     else:
         last = f"{_optional(sink.last_batch_id)}, not the checkpoint's last committed batch"
+    damaged = f", {len(sink.damaged)} damaged" if sink.damaged else ""
     return [
         ("sink", sink.uri),
         ("  log batches", _ranges(sink.batches) + compacted),
-        ("  live files", str(sink.live_files)),
+        ("  live files", f"{sink.live_files}{damaged}"),
         ("  last batch", last),
     ]
 
@@ -458,10 +469,17 @@ def _sentences(report: CheckpointReport) -> list[str]:
             f"The sink's last batch is {_optional(report.sink.last_batch_id)}, the checkpoint's "
             f"is {_optional(None if batch is None else batch.batch_id)}."
         )
+    if report.sink is not None:
+        # One line each, as every command says them: which file, what happened, what to do.
+        sentences += [_sentence(file.message()) for file in report.sink.damaged]
     sentences.append(_verdict_sentence(report.ledger))
     if report.ledger.gaps:
         sentences.append(f"The ledger recorded {len(report.ledger.gaps)} failed write(s).")
     return sentences
+
+
+def _sentence(line: str) -> str:
+    return f"{line[:1].upper()}{line[1:]}."
 
 
 def _verdict_sentence(ledger: LedgerAgreement) -> str:

@@ -14,6 +14,7 @@ from enum import StrEnum
 from typing import Self
 
 from pyspark_kafka_upgrade.errors import PipelineError
+from pyspark_kafka_upgrade.model.damage import DamagedFile
 from pyspark_kafka_upgrade.model.history import BatchFacts, CheckpointBatch, FlatOffsets
 from pyspark_kafka_upgrade.model.ledger import GenerationStatus
 from pyspark_kafka_upgrade.model.plan import UpgradePlan
@@ -74,6 +75,13 @@ class PairState(StrEnum):
     COUNTED = "counted"
     LATE = "late"  # read by a batch whose lateness bound had passed the window's end
     ARRIVED_AFTER = "arrived after"  # produced after its generation stopped: late by design
+    # In a partition its generation never had: added to the topic after the generation's last
+    # batch, or of a topic it did not subscribe to. Late by design, as the upgrade's replay
+    # filter drops it; a running generation missing a partition of its topics is SKIPPED.
+    OUTSIDE = "outside its partitions"
+    # After the running generation's position, in a window still open to it: it will read
+    # the record, nothing is decided yet (the window is open).
+    PENDING = "not read yet"
     SKIPPED = "never read"  # before where the owning generation started reading: lost
     UNKNOWN = "unknown"  # in a ledger gap: cannot say
 
@@ -179,6 +187,10 @@ class VerifyReport:
     format_version: int = FORMAT_VERSION
     # {"start": offsets JSON, "end": offsets JSON}: what was read back
     offsets_read: Mapping[str, object] = field(default_factory=dict)
+    # Committed output that could not be read (missing, another size, unreadable, no
+    # access): left out of the comparison, so the windows whose rows it held show as lost or
+    # different. A field added within format 1: a document without it has none.
+    damaged: tuple[DamagedFile, ...] = ()
 
     def __post_init__(self) -> None:
         # Every status, zero where none was seen: the report reads the same however it was
@@ -199,9 +211,10 @@ class VerifyReport:
 
     @property
     def ok(self) -> bool:
-        """Nothing lost, written twice or different (what could not be classified is said,
-        and does not fail the check)."""
-        return not any(self.count(status) for status in Status if status.fails)
+        """Nothing lost, written twice or different, and all the committed output read (what
+        could not be classified is said, and does not fail the check)."""
+        failing = any(self.count(status) for status in Status if status.fails)
+        return not failing and not self.damaged
 
     def to_json(self) -> dict[str, object]:
         document = asdict(self)
@@ -211,6 +224,7 @@ class VerifyReport:
         document["quarantined_sample"] = [asdict(record) for record in self.quarantined_sample]
         document["deleted"] = [asdict(gone) for gone in self.deleted]
         document["notes"] = list(self.notes)
+        document["damaged"] = [file.to_json() for file in self.damaged]
         document["ok"] = self.ok
         return document
 
@@ -259,7 +273,15 @@ class VerifyReport:
             notes=tuple(read.texts("notes")),
             format_version=version,
             offsets_read=read.mapping("offsets_read"),
+            damaged=_damaged(read) if read.has("damaged") else (),
         )
+
+
+def _damaged(read: JsonFields) -> tuple[DamagedFile, ...]:
+    return tuple(
+        DamagedFile.from_json(item, error=VerifyReportError, where=f"damaged[{index}]")
+        for index, item in enumerate(read.items("damaged"))
+    )
 
 
 def _list(value: object, name: str) -> list[object]:

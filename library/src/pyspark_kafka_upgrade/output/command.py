@@ -4,6 +4,10 @@ Rows come through ``sink.reader``, so each generation is read through its own
 ``_spark_metadata`` and files of batches that never committed are never shown. Rows are
 ordered by window start, then generation, then the grouping keys, so a window counted by
 two generations around an upgrade shows as neighbouring rows.
+
+A damaged committed file (``model.damage``) stops it with one line, before Spark starts when
+``storage`` can see it, else from Spark's error: showing the rest as if they were the whole
+output would hide the rows that file held.
 """
 
 from __future__ import annotations
@@ -22,14 +26,17 @@ from pyspark.sql.types import NumericType, TimestampType
 from pyspark_kafka_upgrade.errors import PipelineError
 from pyspark_kafka_upgrade.query.columns import WINDOW_START
 from pyspark_kafka_upgrade.settings import Settings
+from pyspark_kafka_upgrade.sink.integrity import IntegrityError
 from pyspark_kafka_upgrade.sink.reader import (
     GENERATION,
     FileFormat,
     GenerationOutput,
+    damage_in,
     describe_generations,
     read_generations,
     require_committed,
 )
+from pyspark_kafka_upgrade.spark.errors import failed_file
 from pyspark_kafka_upgrade.spark.session import command_session
 from pyspark_kafka_upgrade.storage.filesystem import absolute_uri
 from pyspark_kafka_upgrade.values.layout import output_root
@@ -110,16 +117,43 @@ def show_output(
         raise InvalidLimitError(f"the number of rows to show must be 0 or more, got {limit}")
     root = absolute_uri(settings.pipeline.root)
     outputs = describe_generations(root, None if generation is None else [generation])
+    damaged = [file for output in outputs for file in output.damaged]
+    if damaged:
+        raise IntegrityError(damaged, _rest(outputs))  # before Spark starts, as below
     require_committed(outputs)  # before Spark starts: nothing to read is a quick answer
-    report = collect_report(
-        command_session(settings, purpose="output", given=spark)(),
-        outputs,
-        file_format=settings.sink.format,
-        output=output_root(root),
-        keys=settings.aggregation.keys,
-        limit=limit,
-    )
+    session = command_session(settings, purpose="output", given=spark)()
+    try:
+        report = collect_report(
+            session,
+            outputs,
+            file_format=settings.sink.format,
+            output=output_root(root),
+            keys=settings.aggregation.keys,
+            limit=limit,
+        )
+    except Exception as error:
+        unreadable = damage_in(failed_file(error), outputs)
+        if unreadable is None:
+            raise
+        raise IntegrityError([unreadable], _rest(outputs, unreadable.generation)) from None
     return render_output(report, as_json=as_json)
+
+
+def _rest(outputs: Sequence[GenerationOutput], damaged: int | None = None) -> str | None:
+    """What to run to see the generations nothing is wrong with, if there are any."""
+    healthy = [
+        output.generation
+        for output in outputs
+        if output.has_output and not output.damaged and output.generation != damaged
+    ]
+    if not healthy:
+        return None
+    if len(healthy) == 1:
+        return f"run `output show --generation {healthy[0]}` to see the rest"
+    return (
+        f"run `output show --generation N` with N one of {', '.join(map(str, healthy))} to see "
+        "the rest"
+    )
 
 
 def collect_report(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from pyspark_kafka_upgrade.model.damage import generations_of
 from pyspark_kafka_upgrade.model.verification import Status, VerifyReport, WindowFinding
 
 # The summary line's order: what was checked, then the promise, then what is by design.
@@ -64,16 +65,37 @@ def render_report(report: VerifyReport) -> str:
             f"  {gone.topic}:{gone.partition} offsets {gone.first} to {gone.end - 1}"
             for gone in report.deleted
         ]
+    if report.damaged:
+        lines += ["", *damaged_lines(report)]
     if report.notes:
         lines += ["", "notes:", *(f"  {note}" for note in report.notes)]
     lines += ["", verdict(report)]
     return "\n".join(lines)
 
 
+def damaged_lines(report: VerifyReport) -> list[str]:
+    """The committed output verify could not read, one line each, and what that does to the
+    windows above: their rows were not compared, so they cannot come out exact."""
+    count = len(report.damaged)
+    return [
+        f"committed output that could not be read ({count}): left out of the comparison, so "
+        "the windows whose rows it held show as lost or different above",
+        *(f"  {file.message()}" for file in report.damaged),
+    ]
+
+
 def verdict(report: VerifyReport) -> str:
     if report.ok:
         return "OK: nothing lost, nothing written twice, nothing different."
-    failing = [
+    failing = []
+    if report.damaged:
+        # First: it explains the lost and different windows that follow it.
+        count = len(report.damaged)
+        files = "1 damaged output file" if count == 1 else f"{count} damaged output files"
+        failing.append(
+            f"{files} (generation {', '.join(map(str, generations_of(report.damaged)))})"
+        )
+    failing += [
         f"{report.count(status)} {status.value}"
         for status in Status
         if status.fails and report.count(status)

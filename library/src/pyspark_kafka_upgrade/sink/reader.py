@@ -15,13 +15,22 @@ honours the log only when it is given exactly that one directory (measured on 4.
 So each generation is read on its own and the results are unioned by column name. The
 logs themselves are read through ``storage`` (no JVM) to decide which generations have
 anything committed: Spark cannot infer a schema from a log without files.
+
+Committed files can be damaged after they were committed (``model.damage``): the files the
+log names are checked through ``storage`` first (``sink.integrity``), and a file only Spark
+finds unreadable (a checksum, a footer) is told by its error (``spark.errors``, which the use
+case passes in: that adapter is this one's sibling). A generation
+with damage is read from its other committed files, named one by one: a directory would be
+read through its whole log, damaged files included.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
 from functools import reduce
+from typing import TypeVar
+from urllib.parse import unquote
 
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
@@ -30,9 +39,11 @@ from pyspark.sql.types import IntegerType, StructType
 
 from pyspark_kafka_upgrade.errors import PipelineError
 from pyspark_kafka_upgrade.formats.sink_log import SinkFileEntry
+from pyspark_kafka_upgrade.model.damage import DamagedFile, FileReadFailure
 from pyspark_kafka_upgrade.query.columns import WINDOW_END, WINDOW_START
+from pyspark_kafka_upgrade.sink.integrity import IntegrityError, check_generation
 from pyspark_kafka_upgrade.sink.log import read_sink_log
-from pyspark_kafka_upgrade.storage.filesystem import absolute_uri, open_location
+from pyspark_kafka_upgrade.storage.filesystem import absolute_uri, location_key, open_location
 from pyspark_kafka_upgrade.values.catalog import SINK_FORMATS, SinkFormat
 from pyspark_kafka_upgrade.values.layout import (
     GenerationLayout,
@@ -42,13 +53,16 @@ from pyspark_kafka_upgrade.values.layout import (
 
 __all__ = [
     "GENERATION",
+    "MAX_UNREADABLE",
     "FileFormat",
     "GenerationOutput",
     "IncompatibleGenerationsError",
     "NoOutputError",
     "committed_files",
+    "damage_in",
     "describe_generations",
     "generations_present",
+    "read_around_damage",
     "read_generations",
     "read_output",
     "require_committed",
@@ -58,6 +72,11 @@ GENERATION = "generation"
 _LEADING = (WINDOW_START, WINDOW_END)
 
 FileFormat = SinkFormat
+Result = TypeVar("Result")
+
+# Files Spark may find unreadable, one attempt each, before a reader gives up: past a few, the
+# storage itself is failing, and every attempt reads the output again.
+MAX_UNREADABLE = 10
 
 
 class NoOutputError(PipelineError):
@@ -83,12 +102,15 @@ class GenerationOutput:
     # What its committed files are, from their names; None when they do not say. An
     # upgrade may change sink.format, so each generation is read in its own.
     file_format: str | None = None
+    # The committed files to read, as the log names them: all of them but the damaged ones.
+    files: tuple[str, ...] = ()
+    damaged: tuple[DamagedFile, ...] = ()  # committed files (or the log) that cannot be read
 
     @property
     def has_output(self) -> bool:
         # A committed batch with no rows still writes a file with the schema (measured), so
         # a log without live files has nothing Spark could even infer a schema from.
-        return self.last_batch_id is not None and self.live_files > 0
+        return self.last_batch_id is not None and bool(self.files)
 
 
 def generations_present(root: str) -> list[int]:
@@ -116,7 +138,8 @@ def committed_files(root: str, generation: int) -> tuple[SinkFileEntry, ...]:
 def describe_generations(
     root: str, generations: Iterable[int] | None = None
 ) -> list[GenerationOutput]:
-    """What each generation (default: every one present) committed, by generation.
+    """What each generation (default: every one present) committed, by generation, and
+    which of its committed files are damaged (``sink.integrity``, one listing each).
 
     Raises NoOutputError when there is no generation at all, or when a requested one has no
     output directory.
@@ -142,15 +165,17 @@ def describe_generations(
             )
     outputs = []
     for generation in chosen:
-        directory = GenerationLayout(root, generation).output
-        log = read_sink_log(directory)
+        check = check_generation(generation, GenerationLayout(root, generation).output)
+        log = check.log
         outputs.append(
             GenerationOutput(
                 generation,
-                directory,
-                log.last_batch_id,
-                len(log.files),
-                _format_of(entry.path for entry in log.files),
+                check.directory,
+                None if log is None else log.last_batch_id,
+                0 if log is None else len(log.files),
+                None if log is None else _format_of(entry.path for entry in log.files),
+                files=tuple(entry.path for entry in check.healthy),
+                damaged=check.damaged,
             )
         )
     return outputs
@@ -176,11 +201,7 @@ def read_generations(
     Raises NoOutputError when none of them has committed anything yet.
     """
     readable = require_committed(outputs)
-    # One path per load(): only then does Spark read through that _spark_metadata.
-    loaded = [
-        spark.read.format(output.file_format or file_format).load(output.directory)
-        for output in readable
-    ]
+    loaded = [_load(spark, output, output.file_format or file_format) for output in readable]
     for output, frame in zip(readable, loaded, strict=True):
         # withColumn would silently replace it (names match case-insensitively by default).
         if any(name.lower() == GENERATION for name in frame.columns):
@@ -199,6 +220,72 @@ def read_generations(
     except AnalysisException as error:
         raise IncompatibleGenerationsError(_incompatibility(readable, frames, error)) from None
     return unioned.select(*_column_order(frame.columns for frame in reversed(frames)))
+
+
+def _load(spark: SparkSession, output: GenerationOutput, file_format: str) -> DataFrame:
+    reader = spark.read.format(file_format)
+    if not output.damaged:
+        # One path per load(): only then does Spark read through that _spark_metadata.
+        return reader.load(output.directory)
+    # Its healthy committed files by name: Spark would read the damaged ones through the log.
+    # Hadoop takes a path's text as it is, where the log holds a URI with %-escapes.
+    return reader.load([unquote(path) for path in output.files])
+
+
+def damage_in(
+    failure: FileReadFailure | None, outputs: Sequence[GenerationOutput]
+) -> DamagedFile | None:
+    """The committed file of ``outputs`` that Spark could not read, as ``failure``
+    (``spark.errors.failed_file``) says, or None when it is not one of theirs (or is one
+    already left out)."""
+    if failure is None:
+        return None
+    key = location_key(failure.path)
+    for output in outputs:
+        for path in output.files:
+            if location_key(path) == key:
+                return failure.damage(output.generation, path)
+    return None
+
+
+def read_around_damage(
+    outputs: Sequence[GenerationOutput],
+    attempt: Callable[[list[GenerationOutput]], Result],
+    *,
+    failed_file: Callable[[BaseException], FileReadFailure | None],
+    limit: int = MAX_UNREADABLE,
+) -> Result:
+    """``attempt(outputs)``; when Spark fails on a committed file it cannot read, the same
+    again without that file (its damage added to its generation), for up to ``limit`` files.
+    Any other error is raised as it is; IntegrityError past ``limit``.
+
+    ``failed_file`` reads Spark's error (``spark.errors.failed_file``, an adapter beside this
+    one, which the use case passes in).
+    """
+    current = list(outputs)
+    found: list[DamagedFile] = []
+    while True:
+        try:
+            return attempt(current)
+        except Exception as error:
+            damaged = damage_in(failed_file(error), current)
+            if damaged is None:
+                raise
+        found.append(damaged)
+        if len(found) > limit:
+            raise IntegrityError(found, "check the storage itself: it may be failing") from None
+        current = [_without(output, damaged) for output in current]
+
+
+def _without(output: GenerationOutput, damaged: DamagedFile) -> GenerationOutput:
+    if output.generation != damaged.generation:
+        return output
+    key = location_key(damaged.path)
+    return replace(
+        output,
+        files=tuple(path for path in output.files if location_key(path) != key),
+        damaged=(*output.damaged, damaged),
+    )
 
 
 def require_committed(outputs: Sequence[GenerationOutput]) -> list[GenerationOutput]:

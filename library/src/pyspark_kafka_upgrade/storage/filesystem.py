@@ -12,6 +12,7 @@ import posixpath
 import uuid
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import unquote
 
 import pyarrow.fs
 
@@ -24,7 +25,30 @@ _OBJECT_STORES = {"s3", "gcs"}
 
 
 class StorageError(PipelineError, OSError):
-    """A location that cannot be opened, read or written; the message names it."""
+    """A location that cannot be opened, read or written; the message names it.
+
+    ``uri`` is the location that failed and ``denied`` whether the filesystem refused this
+    user (permission), so that a caller that knows what the location is can say so.
+    """
+
+    uri: str | None = None
+    denied: bool = False
+
+
+def storage_error(doing: str, uri: str, error: OSError) -> StorageError:
+    """``error`` of pyarrow's, while ``doing`` something to ``uri``, as one line."""
+    denied = isinstance(error, PermissionError) or any(
+        marker in str(error) for marker in _DENIED_MARKERS
+    )
+    # pyarrow's text repeats the path and the errno twice; "permission denied" says it all.
+    failure = StorageError(f"cannot {doing} {uri}: {'permission denied' if denied else error}")
+    failure.uri = uri
+    failure.denied = denied
+    return failure
+
+
+# How object stores' clients word a refusal (S3: AccessDenied, GCS: 403 Forbidden).
+_DENIED_MARKERS = ("Permission denied", "ACCESS_DENIED", "AccessDenied", "Forbidden")
 
 
 @dataclass(frozen=True)
@@ -52,7 +76,7 @@ class Location:
         try:
             return self.filesystem.get_file_info(self.path)
         except OSError as error:
-            raise StorageError(f"cannot look at {self.uri}: {error}") from None
+            raise storage_error("look at", self.uri, error) from None
 
     def list_names(self) -> list[str]:
         """The names directly inside this directory, sorted; empty when it does not exist."""
@@ -60,15 +84,30 @@ class Location:
         try:
             infos = self.filesystem.get_file_info(selector)
         except OSError as error:
-            raise StorageError(f"cannot list {self.uri}: {error}") from None
+            raise storage_error("list", self.uri, error) from None
         return sorted(posixpath.basename(info.path) for info in infos)
+
+    def file_sizes(self) -> dict[str, int]:
+        """The files directly inside this directory, by name, with their sizes in bytes; one
+        listing, where a look at each file would be a request each on an object store.
+        Empty when the directory does not exist."""
+        selector = pyarrow.fs.FileSelector(self.path, allow_not_found=True, recursive=False)
+        try:
+            infos = self.filesystem.get_file_info(selector)
+        except OSError as error:
+            raise storage_error("list", self.uri, error) from None
+        return {
+            posixpath.basename(info.path): int(info.size)
+            for info in infos
+            if info.type == pyarrow.fs.FileType.File
+        }
 
     def read_bytes(self) -> bytes:
         try:
             with self.filesystem.open_input_stream(self.path) as stream:
                 content: bytes = stream.read()
         except OSError as error:
-            raise StorageError(f"cannot read {self.uri}: {error}") from None
+            raise storage_error("read", self.uri, error) from None
         return content
 
     def write_atomically(self, content: bytes) -> None:
@@ -83,7 +122,7 @@ class Location:
             self._write(temporary, content)
             self.filesystem.move(temporary, self.path)
         except OSError as error:
-            raise StorageError(f"cannot write {self.uri}: {error}") from None
+            raise storage_error("write", self.uri, error) from None
 
     def delete_file(self) -> None:
         """Delete this file; a file that is already gone is not an error."""
@@ -92,7 +131,7 @@ class Location:
         except FileNotFoundError:
             pass
         except OSError as error:
-            raise StorageError(f"cannot delete {self.uri}: {error}") from None
+            raise storage_error("delete", self.uri, error) from None
 
     def _write(self, path: str, content: bytes) -> None:
         with self.filesystem.open_output_stream(path) as stream:
@@ -125,6 +164,22 @@ def absolute_uri(uri: str) -> str:
     if "://" in uri or uri.startswith("file:"):
         return uri
     return posixpath.abspath(uri)
+
+
+def location_key(uri: str) -> str:
+    """One spelling of a location, to compare two names of it.
+
+    Spark names a file ``file:/x/part-0.parquet`` in its errors, the sink log
+    ``file:///x/part-0.parquet`` with percent-escapes, a user ``/x/part-0.parquet``; Hadoop's
+    ``s3a://`` is pyarrow's ``s3://``.
+    """
+    text = unquote(uri)
+    if text.startswith("file:"):
+        text = "/" + text.removeprefix("file:").lstrip("/")
+    for hadoop_scheme, scheme in _HADOOP_SCHEMES.items():
+        if text.startswith(hadoop_scheme):
+            text = scheme + text.removeprefix(hadoop_scheme)
+    return text.rstrip("/") or "/"
 
 
 def join_uri(base: str, *names: str) -> str:

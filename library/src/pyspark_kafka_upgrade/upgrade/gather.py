@@ -1,9 +1,10 @@
 """Read everything an upgrade decision depends on, once, into ``facts.UpgradeFacts``.
 
 The ledger (the old generation's records), the old checkpoints and sink log (through
-``storage``, no JVM), the brokers (partitions and offsets, one confluent-kafka client), and
-the signature the current code and settings build (``generation.signature``, no JVM). Nothing here
-decides anything; ``decide`` and ``staleness`` do, on what this returns.
+``storage``, no JVM; not the committed files the log names), the brokers (partitions and
+offsets, one confluent-kafka client), and the signature the current code and settings build
+(``generation.signature``, no JVM). Nothing here decides anything; ``decide`` and
+``staleness`` do, on what this returns.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from pyspark_kafka_upgrade.model.plan import UpgradePlan
 from pyspark_kafka_upgrade.model.store import OffsetStore
 from pyspark_kafka_upgrade.query.event_parser import parser_digest
 from pyspark_kafka_upgrade.settings import Settings
-from pyspark_kafka_upgrade.sink.log import read_sink_log
+from pyspark_kafka_upgrade.sink.integrity import read_generation_log
 from pyspark_kafka_upgrade.storage.filesystem import absolute_uri
 from pyspark_kafka_upgrade.values.clock import now_ms
 from pyspark_kafka_upgrade.values.layout import GenerationLayout
@@ -76,6 +77,9 @@ def gather(
     layout = GenerationLayout(root, old.generation)
     state = read_checkpoint(layout.checkpoint)
     checkpoint = checkpoint_facts(state)
+    # Only the log: the plan rests on which batches the sink committed, not on their files.
+    # A log this user may not read is one line naming the generation (IntegrityError).
+    sink_last_batch = read_generation_log(old.generation, layout.output).last_batch_id
     ledger = ledger_facts(store.batches(old.pipeline, old.generation))
     stored = load_initial_offsets(layout.initial_offsets)
     initial = None if stored is None else flatten(stored)
@@ -92,7 +96,7 @@ def gather(
         next_generation=number,
         signature=derive_signature(settings, layout),
         checkpoint=checkpoint,
-        sink_last_batch=read_sink_log(layout.output).last_batch_id,
+        sink_last_batch=sink_last_batch,
         ledger=ledger,
         gap_batch_ids=tuple(
             gap.batch_id

@@ -21,6 +21,7 @@ from pyspark_kafka_upgrade.formats.errors import CheckpointError
 from pyspark_kafka_upgrade.kafka.connector import open_metadata, read_kafka_range
 from pyspark_kafka_upgrade.kafka.initial_offsets import load_initial_offsets
 from pyspark_kafka_upgrade.ledger.opening import ledger_exists, open_store
+from pyspark_kafka_upgrade.model.damage import DamagedFile
 from pyspark_kafka_upgrade.model.errors import NoLedgerError
 from pyspark_kafka_upgrade.model.history import CheckpointBatch, ledger_facts
 from pyspark_kafka_upgrade.model.ledger import GenerationRecord
@@ -42,7 +43,13 @@ from pyspark_kafka_upgrade.reconcile.scope import (
     read_plan,
 )
 from pyspark_kafka_upgrade.settings import Settings
-from pyspark_kafka_upgrade.sink.reader import describe_generations, read_generations
+from pyspark_kafka_upgrade.sink.reader import (
+    GenerationOutput,
+    describe_generations,
+    read_around_damage,
+    read_generations,
+)
+from pyspark_kafka_upgrade.spark.errors import failed_file
 from pyspark_kafka_upgrade.spark.progress_bar import job_progress
 from pyspark_kafka_upgrade.spark.reconcile import Parsing, reconcile
 from pyspark_kafka_upgrade.spark.session import local_session_factory
@@ -101,29 +108,43 @@ def verify_command(
 def verify_pipeline(
     settings: Settings, scope: VerifyRange, *, spark: Session, progress: bool = False
 ) -> VerifyReport:
-    """Reconcile the output of ``settings``' pipeline with its source; the typed report."""
+    """Reconcile the output of ``settings``' pipeline with its source; the typed report.
+
+    Committed files that are damaged (gone, another size, no access; ``sink.integrity``) are
+    left out and named in the report; so is a file Spark then finds it cannot read (a
+    checksum, a footer), after which the reconciliation runs again without it
+    (``sink.reader.read_around_damage``, bounded).
+    """
     sessions = spark if callable(spark) else (lambda: spark)
     facts = gather(settings, sessions)
     session = sessions()
     root = absolute_uri(settings.pipeline.root)
-    outputs = [output for output in describe_generations(root) if output.has_output]
-    written = (
-        read_generations(session, outputs, file_format=settings.sink.format) if outputs else None
+    rules = Parsing(
+        events=settings.project.events,
+        time_source=settings.events.time_source,
+        time_field=settings.events.time_field,
+        max_value_bytes=settings.events.max_value_bytes,
     )
-    return verify_facts(
-        facts,
-        scope,
-        spark=session,
-        read_back=lambda plan: read_kafka_range(session, settings.kafka, plan.start, plan.end),
-        written=written,
-        rules=Parsing(
-            events=settings.project.events,
-            time_source=settings.events.time_source,
-            time_field=settings.events.time_field,
-            max_value_bytes=settings.events.max_value_bytes,
-        ),
-        progress=progress,
-    )
+
+    def attempt(outputs: Sequence[GenerationOutput]) -> VerifyReport:
+        readable = [output for output in outputs if output.has_output]
+        written = (
+            read_generations(session, readable, file_format=settings.sink.format)
+            if readable
+            else None
+        )
+        return verify_facts(
+            facts,
+            scope,
+            spark=session,
+            read_back=lambda plan: read_kafka_range(session, settings.kafka, plan.start, plan.end),
+            written=written,
+            rules=rules,
+            progress=progress,
+            damaged=[file for output in outputs for file in output.damaged],
+        )
+
+    return read_around_damage(describe_generations(root), attempt, failed_file=failed_file)
 
 
 def verify_facts(
@@ -135,10 +156,12 @@ def verify_facts(
     written: DataFrame | None,
     rules: Parsing,
     progress: bool = False,
+    damaged: Sequence[DamagedFile] = (),
 ) -> VerifyReport:
     """Decide and compute, once the world is read: ``facts`` (ledger, checkpoints, brokers),
     ``written`` (every generation's committed output) and ``read_back`` (the records of a
-    read plan). Its own function so that a model can feed it histories it made up."""
+    read plan). ``damaged``: the committed output ``written`` lacks, for the report. Its own
+    function so that a model can feed it histories it made up."""
     scopes = generation_scopes(facts)
     known = {generation.generation for generation in facts.generations}
     wanted = scope.generations
@@ -183,6 +206,7 @@ def verify_facts(
         deleted=plan.deleted,
         notes=tuple(_notes(facts, scopes, plan)),
         offsets_read={"start": plan.offsets_json(plan.start), "end": plan.offsets_json(plan.end)},
+        damaged=tuple(damaged),
     )
 
 
