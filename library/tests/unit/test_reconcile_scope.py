@@ -34,6 +34,7 @@ from pyspark_kafka_upgrade.reconcile.scope import (
     default_from_ms,
     generation_scopes,
     read_plan,
+    unread_before,
 )
 from pyspark_kafka_upgrade.values.offsets import PartitionKey
 from pyspark_kafka_upgrade.values.validation import MetricSpec, WindowSpec
@@ -438,6 +439,59 @@ def test_a_partition_that_never_moved_still_has_bounds_so_a_later_record_arrived
     assert (scope.first_offsets[P0], scope.last_offsets[P0]) == (0, 20)
 
 
+P2: PartitionKey = (T, 2)
+OTHER: PartitionKey = ("clicks", 0)
+
+
+def test_a_partition_added_after_a_generation_stopped_is_outside_it_not_lost() -> None:
+    # Generation 1 read partitions 0 and 1 and stopped; partition 2 appeared afterwards (no
+    # batch of generation 1 has it). Generation 2 read all three. Records of partition 2 in
+    # generation 1's windows are by design nobody's; generation 2 had partition 2.
+    old = generation(
+        1,
+        status=GenerationStatus.RETIRED,
+        ledger=(batch(0, {P0: 10, P1: 10}, 0), batch(1, {P0: 20, P1: 20}, utc(10, 4))),
+    )
+    new = generation(
+        2,
+        ledger=(batch(0, {P0: 30, P1: 30, P2: 5}, 0),),
+        upgrade=plan(
+            1,
+            2,
+            restart={P0: 15, P1: 15, P2: -2},
+            watermark_ms=utc(10, 4),
+            replay_filter=ReplayFilter(window_end_after_ms=utc(10, 4)),
+        ),
+    )
+
+    first, second = generation_scopes(facts(old, new, earliest={P0: 0, P1: 0, P2: 0}))
+
+    assert first.outside(P2) and not first.outside(P0) and not first.outside(P1)
+    assert not second.outside(P2)
+
+
+def test_a_running_generation_missing_a_partition_of_its_topic_lost_it() -> None:
+    # Partition 2 was read by generation 1 but no batch of the running generation 2 has it:
+    # its source reads every partition of its topic, so this is a loss, not a design.
+    old = generation(
+        1,
+        status=GenerationStatus.RETIRED,
+        ledger=(batch(0, {P0: 10, P2: 10}, 0), batch(1, {P0: 20, P2: 20}, utc(10, 4))),
+    )
+    new = generation(2, ledger=(batch(0, {P0: 30}, 0),), initial={P0: 15})
+
+    _, running = generation_scopes(facts(old, new, earliest={P0: 0, P2: 0}))
+
+    assert running.running and not running.outside(P2)
+
+
+def test_a_topic_a_generation_did_not_subscribe_to_is_outside_it_even_while_running() -> None:
+    [scope] = generation_scopes(facts(generation(1, ledger=(batch(0, {P0: 10}, 0),)), earliest={}))
+
+    assert scope.topics == (T,)
+    assert scope.outside(OTHER) and not scope.outside(P0) and not scope.outside(P2)
+
+
 # -- read_plan -----------------------------------------------------------------------------------
 
 
@@ -460,6 +514,7 @@ def scope_of(number: int, *spans: Span) -> GenerationScope:
     return GenerationScope(
         generation=number,
         window=WINDOW,
+        topics=(T,),
         keys=("article_id",),
         metrics=(),
         owns=ReplayFilter(),
@@ -646,3 +701,74 @@ def test_offsets_before_the_first_known_batch_are_a_gap_not_never_read() -> None
         (None, 0, 20, 0, w2),
         (2, 20, 30, 0, w2),
     ]
+
+
+# -- Offsets no generation read, between one and the next ---------------------------------------
+
+
+def upgraded_pair(restart: Mapping[PartitionKey, int]) -> VerifyFacts:
+    """Generation 1 read partition 0 to 20 (W = 10:04) and stopped; partition 2 appeared;
+    generation 2 started where ``restart`` says and read both to 30 and 12."""
+    old = generation(
+        1,
+        status=GenerationStatus.RETIRED,
+        ledger=(
+            batch(0, {P0: 10}, 0, event_times=(utc(10, 0), utc(10, 5))),
+            batch(1, {P0: 20}, utc(10, 4), start={P0: 10}, event_times=(utc(10, 6), utc(10, 9))),
+        ),
+    )
+    new = generation(
+        2,
+        ledger=(batch(0, {P0: 30, P2: 12}, 0, event_times=(utc(10, 5), utc(10, 20))),),
+        upgrade=plan(
+            1,
+            2,
+            restart=restart,
+            watermark_ms=utc(10, 4),
+            replay_filter=ReplayFilter(window_end_after_ms=utc(10, 4)),
+        ),
+    )
+    return facts(old, new, earliest={P0: 0, P2: 0})
+
+
+@pytest.mark.parametrize(
+    ("restart", "start"),
+    [
+        # The range starts at 10:10: generation 1's batches (events to 10:09) are not read.
+        # As planned, partition 0 replays from 15 and partition 2 from its earliest.
+        pytest.param({P0: 15, P2: -2}, {P0: 15, P2: 0}, id="as planned"),
+        # Partition 2 started at 5, past its earliest: offsets 0..4 were read by nobody and
+        # are read back, so that their events of generation 2's windows show as lost.
+        pytest.param({P0: 15, P2: 5}, {P0: 15, P2: 0}, id="new past earliest"),
+        # Partition 0 restarted at 25, past generation 1's end (20): 20..24 are read back.
+        pytest.param({P0: 25, P2: -2}, {P0: 20, P2: 0}, id="past the old end"),
+    ],
+)
+def test_offsets_no_generation_read_between_two_are_read_back(
+    restart: Mapping[PartitionKey, int], start: Mapping[PartitionKey, int]
+) -> None:
+    scopes = generation_scopes(upgraded_pair(restart))
+
+    planned = read_plan(scopes, {P0: 0, P2: 0}, from_ms=utc(10, 10), to_ms=None)
+
+    assert (planned.start, planned.end) == (start, {P0: 30, P2: 12})
+
+
+def test_the_unread_offsets_are_where_one_generation_ended_and_the_next_began() -> None:
+    first, second = generation_scopes(upgraded_pair({P0: 25, P2: 5}))
+
+    # Partition 0: from generation 1's end, 20; partition 2, which it never had: from 0.
+    assert unread_before(first, second, {P0: 0, P2: 0}) == {P0: 20, P2: 0}
+    # As planned, nothing lies between them.
+    planned_first, planned_second = generation_scopes(upgraded_pair({P0: 15, P2: -2}))
+    assert unread_before(planned_first, planned_second, {P0: 0, P2: 0}) == {}
+
+
+def test_a_partition_a_plan_started_at_latest_on_purpose_is_not_read_back_before_it() -> None:
+    # The plan started the new partition at latest (-1), as the settings asked for a newly
+    # subscribed topic: what came before it is nobody's, not lost.
+    facts_ = upgraded_pair({P0: 15, P2: -1})
+    first, second = generation_scopes(facts_)
+
+    assert second.started_at_latest == {P2}
+    assert unread_before(first, second, {P0: 0, P2: 0}) == {}

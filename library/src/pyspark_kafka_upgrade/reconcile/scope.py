@@ -17,6 +17,7 @@ checkpoints and the plans, none from the output it checks:
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -58,6 +59,7 @@ class GenerationScope:
 
     generation: int
     window: WindowSpec
+    topics: tuple[str, ...]  # what it subscribed to
     keys: tuple[str, ...]
     metrics: tuple[MetricSpec, ...]
     owns: ReplayFilter  # the pairs its own replay filter keeps
@@ -67,6 +69,21 @@ class GenerationScope:
     spans: tuple[Span, ...]
     first_offsets: Mapping[PartitionKey, int]  # where it began reading, per partition
     last_offsets: Mapping[PartitionKey, int]  # where it stopped (or is), per partition
+    # Partitions its plan started at "latest" on purpose: what came before is nobody's.
+    started_at_latest: frozenset[PartitionKey] = frozenset()
+
+    def outside(self, key: PartitionKey) -> bool:
+        """Whether the records of partition ``key`` were by design never this generation's.
+
+        It never had the partition, and either did not subscribe to its topic, or has a
+        successor: a source reads every partition of its topics in each batch, so a partition
+        missing from all of a stopped generation's batches was added after its last one, and
+        its records of the windows this generation owns are dropped by the successor's replay
+        filter, as late. A running generation missing a partition of its topics lost it.
+        """
+        if key in self.first_offsets:
+            return False
+        return key[0] not in self.topics or not self.running
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +141,9 @@ def generation_scopes(facts: VerifyFacts) -> tuple[GenerationScope, ...]:
             GenerationScope(
                 generation=generation.generation,
                 window=generation.signature.window,
+                topics=tuple(
+                    topic for source in generation.signature.sources for topic in source.topics
+                ),
                 keys=generation.signature.grouping_keys,
                 metrics=tuple(
                     parse_metric(aggregate.name, aggregate.expression)
@@ -136,6 +156,13 @@ def generation_scopes(facts: VerifyFacts) -> tuple[GenerationScope, ...]:
                 spans=spans,
                 first_offsets=_first_offsets(spans, generation),
                 last_offsets=_last_offsets(spans, generation),
+                started_at_latest=frozenset(
+                    key
+                    for key, offset in (
+                        generation.plan.restart_offsets if generation.plan is not None else {}
+                    ).items()
+                    if offset == LATEST
+                ),
             )
         )
     return tuple(scopes)
@@ -377,16 +404,25 @@ def read_plan(
 
     A batch whose events all lie before ``from_ms`` (or at or after ``to_ms``) is left out;
     one the ledger has no event times for is read. The end is where each partition was last
-    read: `verify` checks what the pipeline has read, nothing newer.
+    read: `verify` checks what the pipeline has read, nothing newer. So are the offsets that
+    no generation read between one generation's end and the next one's start (a partition
+    new to the next one from the earliest offset): a later generation must count their
+    events of its windows, and only reading them shows whether a restart skipped any.
     """
     start: dict[PartitionKey, int] = {}
     end: dict[PartitionKey, int] = {}
+
+    def include(key: PartitionKey, first: int, until: int) -> None:
+        start[key] = min(start.get(key, first), first)
+        end[key] = max(end.get(key, until), until)
+
     for scope in scopes:
         for span in scope.spans:
-            key = (span.topic, span.partition)
             if _may_hold(span, from_ms, to_ms):
-                start[key] = min(start.get(key, span.start), span.start)
-                end[key] = max(end.get(key, span.end), span.end)
+                include((span.topic, span.partition), span.start, span.end)
+    for before, scope in itertools.pairwise(scopes):
+        for key, first in unread_before(before, scope, earliest).items():
+            include(key, first, scope.first_offsets[key])
     deleted = []
     for key, begin in sorted(start.items()):
         kept = earliest.get(key)
@@ -411,6 +447,23 @@ def read_plan(
         deleted=tuple(deleted),
         hidden_event_times=tuple(hidden),
     )
+
+
+def unread_before(
+    before: GenerationScope, scope: GenerationScope, earliest: FlatOffsets
+) -> dict[PartitionKey, int]:
+    """Per partition, where the offsets begin that neither ``before`` nor ``scope`` read,
+    up to ``scope``'s first offset: from ``before``'s last offset, or the earliest one where
+    ``before`` never had the partition. A partition ``scope`` started at "latest" on purpose
+    (its plan says so) has none: what came before was nobody's to count."""
+    unread = {}
+    for key, first in scope.first_offsets.items():
+        if key in scope.started_at_latest:
+            continue
+        begin = before.last_offsets.get(key, earliest.get(key, 0))
+        if first > begin:
+            unread[key] = begin
+    return unread
 
 
 def _event_times(span: Span) -> tuple[int, int]:

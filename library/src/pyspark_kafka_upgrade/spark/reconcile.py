@@ -11,8 +11,10 @@ HyperLogLog++ sketch, the same types):
                                                             one status per window and key
 
 Each (event, window) pair carries its state: counted, late (its batch's lateness bound had
-passed the window's end), arrived after (its generation had stopped), never read (before
-where its generation started: lost), or unknown (a ledger gap). Nothing but the summary and
+passed the window's end), arrived after (its generation had stopped), outside its partitions
+(a partition its generation never had: added after it stopped, or not subscribed), not read
+yet (the running generation is behind, in a window still open to it), never read (before where
+its generation started: lost), or unknown (a ledger gap). Nothing but the summary and
 the non-exact windows comes back to the driver, so its memory does not grow with the range.
 """
 
@@ -25,6 +27,7 @@ from functools import reduce
 from pyspark.sql import Column, DataFrame, Observation, Row, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
+    BooleanType,
     IntegerType,
     LongType,
     StringType,
@@ -52,6 +55,7 @@ _STATE, _BATCH = "_state", "_batch_id"
 _WRITES, _WRITERS, _STATUS = "_writes", "_writers", "_status"
 _COUNTED, _LATE, _LOST, _UNKNOWN = "_n_counted", "_n_late", "_n_lost", "_n_unknown"
 _US = 1000  # microseconds per millisecond
+_BEFORE_TIME = -(2**62)
 # Floating sums and averages merge partial sums in another order than one batch does.
 _FLOAT_TOLERANCE = 1e-9
 _SEVERITY = [
@@ -59,8 +63,12 @@ _SEVERITY = [
     PairState.UNKNOWN,
     PairState.LATE,
     PairState.ARRIVED_AFTER,
+    PairState.OUTSIDE,
+    PairState.PENDING,
     PairState.COUNTED,
 ]
+# Pairs dropped as the stream drops them: each makes its window "late by design".
+_BY_DESIGN = (PairState.LATE.value, PairState.ARRIVED_AFTER.value, PairState.OUTSIDE.value)
 
 _SPANS = StructType(
     [
@@ -79,8 +87,11 @@ _BOUNDS = StructType(
         StructField("b_g", IntegerType(), False),
         StructField("b_topic", StringType(), False),
         StructField("b_partition", IntegerType(), False),
-        StructField("b_first", LongType(), False),
-        StructField("b_last", LongType(), False),
+        StructField("b_first", LongType(), True),  # null: a partition it never had
+        StructField("b_last", LongType(), True),
+        StructField("b_outside", BooleanType(), False),
+        # The running generation's: windows ending after this are open to it.
+        StructField("b_open_after_us", LongType(), True),
     ]
 )
 
@@ -263,11 +274,26 @@ def _owned_pairs(
         ],
         _SPANS,
     )
+    read = {(span.topic, span.partition) for scope in scopes for span in scope.spans}
     bounds = spark.createDataFrame(
         [
-            (scope.generation, topic, partition, first, scope.last_offsets[(topic, partition)])
+            (
+                scope.generation,
+                topic,
+                partition,
+                first,
+                scope.last_offsets[(topic, partition)],
+                False,
+                _open_after_us(scope),
+            )
             for scope in scopes
             for (topic, partition), first in scope.first_offsets.items()
+        ]
+        + [
+            (scope.generation, topic, partition, None, None, True, None)
+            for scope in scopes
+            for topic, partition in sorted(read)
+            if scope.outside((topic, partition))
         ],
         _BOUNDS,
     )
@@ -294,8 +320,14 @@ def _owned_pairs(
             .when(end > F.col("s_on_time_us"), PairState.COUNTED.value)
             .otherwise(PairState.UNKNOWN.value),
         )
+        .when(F.col("b_outside"), PairState.OUTSIDE.value)
         .when(F.col("b_first").isNull() | (offset < F.col("b_first")), PairState.SKIPPED.value)
-        .when(offset >= F.col("b_last"), PairState.ARRIVED_AFTER.value)
+        .when(
+            offset >= F.col("b_last"),
+            F.when(end > F.col("b_open_after_us"), PairState.PENDING.value).otherwise(
+                PairState.ARRIVED_AFTER.value
+            ),
+        )
         .otherwise(PairState.SKIPPED.value)
     )
     masked = [_masked_key(key, scopes) for key in keys]
@@ -315,6 +347,14 @@ def _owned_pairs(
         state.alias(_STATE),
         F.col("s_batch").alias(_BATCH),
     )
+
+
+def _open_after_us(scope: GenerationScope) -> int | None:
+    """Where the running generation's open windows begin (their end after its watermark):
+    a record it has not read yet is pending there, not late. None for the others."""
+    if not scope.running:
+        return None
+    return _BEFORE_TIME if scope.written_through_ms is None else scope.written_through_ms * _US
 
 
 def _abandons(scope: GenerationScope) -> bool:
@@ -365,9 +405,7 @@ def _expected(
     maybe = counted | (state == PairState.UNKNOWN.value)
     aggregates = [
         F.count(F.when(counted, 1)).alias(_COUNTED),
-        F.count(F.when(state.isin(PairState.LATE.value, PairState.ARRIVED_AFTER.value), 1)).alias(
-            _LATE
-        ),
+        F.count(F.when(state.isin(*_BY_DESIGN), 1)).alias(_LATE),
         F.count(F.when(state == PairState.SKIPPED.value, 1)).alias(_LOST),
         F.count(F.when(state == PairState.UNKNOWN.value, 1)).alias(_UNKNOWN),
     ]
@@ -412,8 +450,11 @@ def _written(
 ) -> DataFrame | None:
     """Per window and key: how many rows the generations wrote, by whom, with what values.
 
-    A row a generation wrote after the facts were read (a window ending after the last
-    watermark they know) is left out: on a live pipeline it is still open to them.
+    A row the running generation may have written after the facts were read (a window it
+    owns, ending after the last watermark they know) is left out: on a live pipeline it is
+    still open to them. Every other row counts, even one past its writer's watermark: a
+    retired generation's facts are final, and no generation writes a window its own replay
+    filter drops (a copied file).
     """
     if written is None:
         return None
@@ -422,11 +463,13 @@ def _written(
     if to_ms is not None:
         rows = rows.where(end <= F.lit(to_ms * _US))
     for scope in scopes:
-        if scope.written_through_ms is not None:
-            rows = rows.where(
-                (F.col("generation") != scope.generation)
-                | (end <= F.lit(scope.written_through_ms * _US))
+        if scope.running and scope.written_through_ms is not None:
+            kept = (F.col("generation") != scope.generation) | (
+                end <= F.lit(scope.written_through_ms * _US)
             )
+            if scope.owns.window_end_after_ms is not None:
+                kept = kept | (end <= F.lit(scope.owns.window_end_after_ms * _US))
+            rows = rows.where(kept)
     present = set(written.columns)
     columns = [
         start.alias(_START),

@@ -138,6 +138,10 @@ class AppendQuery:
     def state_groups(self) -> tuple[Group, ...]:
         return tuple(sorted(self._state))
 
+    def held(self, group: Group) -> tuple[int, ...]:
+        """The ids of the events counted into ``group``'s state, not written yet."""
+        return tuple(self._state.get(group, ()))
+
     def run_batch(self, until: Mapping[int, int]) -> BatchOutcome:
         """A data batch reading each named partition up to (excluding) ``until[p]``."""
         start = dict(self._position) if self.batches else None
