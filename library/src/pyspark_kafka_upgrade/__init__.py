@@ -1,4 +1,4 @@
 """A Kafka to file-sink streaming pipeline with event-time windows and lossless upgrades."""
 
 # The one place the version is written; pyproject.toml reads it from here.
-__version__ = "0.5.1"
+__version__ = "0.6.0"

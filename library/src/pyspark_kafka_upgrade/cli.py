@@ -436,7 +436,8 @@ Each window and key comes out as one of:
                   generation that owns it
   written twice   in two generations, or twice in one
   different       written once, with other values
-  late by design  holds events that arrived after the watermark passed its end; written
+  late by design  holds events that arrived after the watermark passed its end, or in a
+                  partition its generation never had (added after it stopped); written
                   exactly without them (FACTS: lateness is judged per batch)
   open            the watermark has not reached its end yet: never called lost
   unclassified    a ledger gap or retention hides what it should hold, and its values
