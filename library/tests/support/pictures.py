@@ -119,3 +119,22 @@ def demo_plan(waiting: int = 0, late: int = 0) -> UpgradePlan:
         replay_filter=ReplayFilter(window_end_after_ms=DEMO_W),
         partitions=partitions,
     )
+
+
+def window_change_demo() -> UpgradePlan:
+    """The demo's plan with records waiting, after a window change: E beside W and T_min."""
+    return dataclasses.replace(
+        demo_plan(waiting=14, late=3),
+        replay_filter=ReplayFilter(event_time_from_ms=DEMO_W - 4 * MINUTE - 40_000),
+    )
+
+
+# Plans whose pictures crowd their labels in different ways: the demo's (a batch of malformed
+# records only, right at the old end), with records waiting after it, a window change, and
+# many partitions. The layout's tests add their own to these.
+CROWDED_PLANS: dict[str, tuple[UpgradePlan, list[BatchFacts]]] = {
+    "demo": (demo_plan(), DEMO_BATCHES),
+    "demo-waiting": (demo_plan(waiting=14, late=3), DEMO_BATCHES),
+    "window-change": (window_change_demo(), DEMO_BATCHES),
+    "two-hundred": (two_hundred_partitions(), batches_of(200)),
+}

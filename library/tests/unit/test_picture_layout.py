@@ -24,6 +24,7 @@ from pyspark_kafka_upgrade.picture.placement import Rect, Scale, Spot, Wanted, p
 from pyspark_kafka_upgrade.values.words import watermark_text
 from support.pictures import (
     BATCHES,
+    CROWDED_PLANS,
     DEMO_BATCHES,
     DEMO_W,
     MINUTE,
@@ -31,7 +32,6 @@ from support.pictures import (
     T_MIN,
     W,
     batch,
-    batches_of,
     demo_plan,
     two_hundred_partitions,
 )
@@ -198,18 +198,9 @@ def sliding(plan: UpgradePlan) -> UpgradePlan:
 # ledger.
 CROWDED = {
     "sample": (PLAN, BATCHES),
-    "demo": (demo_plan(), DEMO_BATCHES),
-    "demo-waiting": (demo_plan(waiting=14, late=3), DEMO_BATCHES),
-    "window-change": (
-        dataclasses.replace(
-            demo_plan(waiting=14, late=3),
-            replay_filter=ReplayFilter(event_time_from_ms=DEMO_W - 4 * MINUTE - 40_000),
-        ),
-        DEMO_BATCHES,
-    ),
+    **CROWDED_PLANS,
     "not-moved": (dataclasses.replace(PLAN, watermark_ms=0), BATCHES),
     "sliding": (sliding(demo_plan()), DEMO_BATCHES),
-    "two-hundred": (two_hundred_partitions(), batches_of(200)),
     "long-ledger": (
         dataclasses.replace(
             PLAN,

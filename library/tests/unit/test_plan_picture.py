@@ -31,12 +31,9 @@ from pyspark_kafka_upgrade.upgrade import picture as upgrade_picture
 from support.example import main
 from support.pictures import (
     BATCHES,
-    DEMO_BATCHES,
-    DEMO_W,
-    MINUTE,
+    CROWDED_PLANS,
     T_MIN,
     batches_of,
-    demo_plan,
     two_hundred_partitions,
 )
 from support.plans import sample_plan
@@ -102,18 +99,7 @@ def drawn_extents(plan: UpgradePlan, batches: list[Any]) -> list[dict[str, Any]]
     return panels
 
 
-CROWDED = {
-    "demo": (demo_plan(), DEMO_BATCHES),
-    "demo-waiting": (demo_plan(waiting=14, late=3), DEMO_BATCHES),
-    "window-change": (
-        dataclasses.replace(
-            demo_plan(waiting=14, late=3),
-            replay_filter=ReplayFilter(event_time_from_ms=DEMO_W - 4 * MINUTE - 40_000),
-        ),
-        DEMO_BATCHES,
-    ),
-    "two-hundred": (two_hundred_partitions(), batches_of(200)),
-}
+CROWDED = CROWDED_PLANS
 
 
 @pytest.mark.parametrize(("plan", "batches"), CROWDED.values(), ids=CROWDED.keys())

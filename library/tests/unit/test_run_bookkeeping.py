@@ -111,17 +111,7 @@ def test_a_run_says_what_changed_on_a_checkpoint_that_carries_it(tmp_path: Path)
     for key in ("format_version", "events", "query"):
         old.pop(key)
     with SqliteOffsetStore(str(tmp_path / "ledger.sqlite")) as store:
-        store.record_generation(
-            GenerationRecord(
-                pipeline="p",
-                generation=1,
-                status=GenerationStatus.RUNNING,
-                signature=old,
-                plan=None,
-                created_at_ms=1,
-                updated_at_ms=1,
-            )
-        )
+        record_running(store, old)
         carried = record_generation(store, "p", layout, store.generation("p", 1), current)
         again = record_generation(store, "p", layout, store.generation("p", 1), current)
     assert [sentence.split(":")[0] for sentence in carried] == ["events", "query"]
@@ -139,21 +129,26 @@ def test_a_run_refusing_a_window_change_says_the_old_open_windows_are_left_unwri
     assert isinstance(window, dict)
     old["window"] = {**window, "duration_ms": 15 * 60_000, "slide_ms": 15 * 60_000}
     with SqliteOffsetStore(str(tmp_path / "ledger.sqlite")) as store:
-        store.record_generation(
-            GenerationRecord(
-                pipeline="p",
-                generation=1,
-                status=GenerationStatus.RUNNING,
-                signature=old,
-                plan=None,
-                created_at_ms=1,
-                updated_at_ms=1,
-            )
-        )
+        record_running(store, old)
         with pytest.raises(UpgradeRequiredError) as refused:
             record_generation(store, "p", layout, store.generation("p", 1), current)
     message = str(refused.value)
     assert "cannot carry this version" in message
     assert "are written by neither generation: a dashboard of the old windows shows a gap" in (
         message
+    )
+
+
+def record_running(store: SqliteOffsetStore, signature: dict[str, object]) -> None:
+    """Generation 1 of pipeline "p", running, recorded with ``signature``."""
+    store.record_generation(
+        GenerationRecord(
+            pipeline="p",
+            generation=1,
+            status=GenerationStatus.RUNNING,
+            signature=signature,
+            plan=None,
+            created_at_ms=1,
+            updated_at_ms=1,
+        )
     )
