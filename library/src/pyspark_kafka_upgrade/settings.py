@@ -543,7 +543,13 @@ def _check_type(raw: SourcedValue, hint: object, key: str) -> object:
     if origin in {Mapping, dict} or hint is Mapping:
         if not isinstance(value, dict):
             raise bad(f"must be a table of text{like}", _table_fix(value))
+        table = dict(value)
         for name, item in value.items():
+            if key in _CLIENT_OPTIONS and isinstance(item, (bool, int, float)):
+                # A Kafka client takes every option as text, and its docs write numbers and
+                # booleans bare: `"request.timeout.ms" = 30000` means "30000".
+                table[name] = _toml(item)
+                continue
             if not isinstance(item, str):
                 # A table here is a dotted name left unquoted: the fix shows the line itself.
                 entry_like = "" if isinstance(item, dict) else _first_value_example(example)
@@ -551,8 +557,12 @@ def _check_type(raw: SourcedValue, hint: object, key: str) -> object:
                     f"{key}.{_toml_key(name)} = {_toml(item)} (from {raw.source}): "
                     f"must be text{entry_like}; {_entry_fix(name, item)}"
                 )
-        return dict(value)
+        return table
     raise TypeError(f"{key}: settings.py has no TOML type for {hint}")
+
+
+# Tables of client options, whose numbers and booleans the client reads as text anyway.
+_CLIENT_OPTIONS = frozenset({"kafka.options"})
 
 
 def _whole_number_fix(value: object) -> str:

@@ -596,7 +596,7 @@ def test_past_the_limit_of_unreadable_files_it_stops_in_one_line() -> None:
         "generation 1's committed file a cannot be read by Spark (FAILED_READ_FILE.NO_HINT: "
         "BadThing: no): the output was changed outside the pipeline, or the storage damaged "
         "it; restore it from a backup, or check the storage itself: it may be failing (1 more "
-        "damaged in generation 2: `checkpoint show --generation N` lists each)"
+        "damaged in generation 2: `verify --json` lists each)"
     )
 
 

@@ -772,3 +772,39 @@ def test_a_partition_a_plan_started_at_latest_on_purpose_is_not_read_back_before
 
     assert second.started_at_latest == {P2}
     assert unread_before(first, second, {P0: 0, P2: 0}) == {}
+
+
+def test_a_retired_generation_whose_last_batches_are_unknown_ends_where_its_successor_planned() -> (
+    None
+):
+    # Generation 1's ledger lost its last batch (to 20, W = 10:04) and its checkpoint is gone;
+    # the plan that retired it saw that batch: it stopped at 20, and partition 2 (first read
+    # in that batch) was its, though nothing else says so.
+    old = generation(
+        1,
+        status=GenerationStatus.RETIRED,
+        ledger=(batch(0, {P0: 10}, 0, event_times=(utc(10, 0), utc(10, 5))),),
+    )
+    retiring = plan(
+        1,
+        2,
+        restart={P0: 15, P2: 3},
+        watermark_ms=utc(10, 4),
+        replay_filter=ReplayFilter(window_end_after_ms=utc(10, 4)),
+    )
+    retiring = dataclasses.replace(
+        retiring,
+        partitions=tuple(
+            dataclasses.replace(p, old_end_offset={P0: 20, P2: 5}[p.key])
+            for p in retiring.partitions
+        ),
+    )
+    new = generation(2, ledger=(batch(0, {P0: 30, P2: 12}, 0),), upgrade=retiring)
+
+    first, second = generation_scopes(facts(old, new, earliest={P0: 0, P2: 0}))
+
+    assert first.written_through_ms == utc(10, 4)
+    assert (first.last_offsets[P0], first.last_offsets[P2]) == (20, 5)
+    assert P2 not in first.first_offsets and not first.outside(P2)
+    # Nothing lies between where generation 1 stopped and generation 2 began.
+    assert unread_before(first, second, {P0: 0, P2: 0}) == {}

@@ -258,9 +258,9 @@ WRONG_TYPES_IN_A_FILE = [
     ),
     (
         "kafka.options",
-        '{"request.timeout.ms" = 30000}',
-        'kafka.options."request.timeout.ms" = 30000 (from <file>): must be text, '
-        'e.g. "30000"; write it in quotes',
+        '{"ssl.truststore.certificates" = ["a", "b"]}',
+        'kafka.options."ssl.truststore.certificates" = ["a", "b"] (from <file>): must be text, '
+        'e.g. "30000"; one text, not an array',
     ),
     (
         # Unquoted, the dots make tables: {"security": {"protocol": "SSL"}}.
@@ -484,7 +484,8 @@ def test_right_types_in_a_file_load_as_written(tmp_path: Path) -> None:
         "[pipeline]\nstate_partitions = 4\nlocal_storage_on_cluster = true\n"
         '[kafka]\nbootstrap_servers = "b:9092"\ntopics = [" a ", "b", ""]\n'
         'connector = "builtin"\nmax_offsets_per_trigger = 1_000\n'
-        '[kafka.options]\n"request.timeout.ms" = "30000"\n'
+        '[kafka.options]\n"request.timeout.ms" = "30000"\n"linger.ms" = 5\n'
+        '"enable.idempotence" = true\n"retry.backoff.ms" = 100.0\n'
         '[aggregation.metrics]\nviews = "count(*)"\n'
     )
     settings = load_settings(PROJECT, config, env={}).settings
@@ -493,7 +494,13 @@ def test_right_types_in_a_file_load_as_written(tmp_path: Path) -> None:
     assert settings.kafka.topics == ("a", "b")
     assert settings.kafka.connector == "builtin"
     assert settings.kafka.max_offsets_per_trigger == 1000
-    assert settings.kafka.options == {"request.timeout.ms": "30000"}
+    # Kafka reads every option as text; bare numbers and booleans are written as text.
+    assert settings.kafka.options == {
+        "request.timeout.ms": "30000",
+        "linger.ms": "5",
+        "enable.idempotence": "true",
+        "retry.backoff.ms": "100.0",
+    }
     assert settings.aggregation.metrics == {"views": "count(*)"}
 
 

@@ -37,6 +37,44 @@ def test_committed_files_as_the_log_committed_them_are_not_damaged() -> None:
     assert damaged_files(2, [entry("part-0.parquet"), entry("part-1.parquet")], [listing]) == ()
 
 
+def test_files_the_log_names_under_another_spelling_are_found_in_the_generations_directory(
+    tmp_path: Path,
+) -> None:
+    # Databricks writes the log with its own qualified paths (dbfs:/Volumes/...), which this
+    # process cannot open; the generation's directory, as the settings name it, holds them.
+    directory = tmp_path / "output" / "generation-2"
+    directory.mkdir(parents=True)
+    (directory / "part-0.parquet").write_bytes(b"x" * 500)
+    elsewhere = "dbfs:/Volumes/main/pipelines/data/output/generation-2"
+    log = directory / "_spark_metadata"
+    log.mkdir()
+    (log / "0").write_text(
+        "v1\n"
+        + "\n".join(
+            json.dumps(
+                {
+                    "path": f"{elsewhere}/{name}",
+                    "size": 500,
+                    "isDir": False,
+                    "modificationTime": 0,
+                    "blockReplication": 1,
+                    "blockSize": 33554432,
+                    "action": "add",
+                }
+            )
+            for name in ("part-0.parquet", "part-1.parquet")
+        )
+    )
+
+    check = check_generation(2, str(directory))
+
+    assert check.damaged == (
+        DamagedFile(
+            2, Part.COMMITTED_FILE, f"{elsewhere}/part-1.parquet", Damage.MISSING, "is missing"
+        ),
+    )
+
+
 def test_a_file_gone_and_a_file_of_another_size_are_named_in_log_order() -> None:
     committed = [entry("part-0.parquet"), entry("part-1.parquet"), entry("part-2.parquet")]
     listing = Listing(OUTPUT, {"part-0.parquet": 504, "part-2.parquet": 500})
@@ -134,8 +172,8 @@ def test_more_than_one_damaged_file_is_still_one_line() -> None:
 
     assert str(IntegrityError(damaged)) == (
         "generation 2's committed file part-0 is missing: the output was changed outside the "
-        "pipeline; restore it from a backup (2 more damaged in generation 2: `checkpoint show "
-        "--generation N` lists each)"
+        "pipeline; restore it from a backup (2 more damaged in generation 2: `verify --json` "
+        "lists each)"
     )
 
 

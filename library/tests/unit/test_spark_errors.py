@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from pyspark_kafka_upgrade.model.damage import FileReadFailure
+from pyspark_kafka_upgrade.model.damage import Damage, FileReadFailure
 from pyspark_kafka_upgrade.spark.errors import cause, failed_file
 
 FILE = (
@@ -174,3 +174,28 @@ def test_an_error_about_anything_else_names_no_file() -> None:
 def test_the_cause_of_a_py4j_error_is_its_deepest_java_exception() -> None:
     # Py4JJavaError's text: ": <exception>: ..." and "Caused by: <exception>: ..." lines.
     assert cause(BAD_FOOTER) == "TProtocolException: don't know what type: 15"
+
+
+def test_a_failed_read_the_storage_caused_is_no_damage() -> None:
+    # An object store throttling the read says nothing about the file: it must not be left
+    # out and its windows reported lost on a healthy pipeline.
+    throttled = error(
+        "An error occurred while calling o4323.collectToPython.\n"
+        ": org.apache.spark.SparkException: [FAILED_READ_FILE.NO_HINT] Encountered error while "
+        f"reading file s3a://bucket{FILE}.  SQLSTATE: KD001\n"
+        "Caused by: org.apache.hadoop.fs.s3a.AWSServiceThrottledException: open s3a://bucket: "
+        "com.amazonaws.services.s3.model.AmazonS3Exception: Slow Down (Status Code: 503)\n"
+    )
+
+    assert failed_file(throttled) is None
+
+
+def test_a_file_this_user_may_not_open_is_denied_not_missing() -> None:
+    # Hadoop's FileNotFoundException "(Permission denied)": the advice is about access.
+    failure = failed_file(DENIED)
+    assert failure is not None
+
+    damage = failure.damage(2, f"file://{FILE}")
+
+    assert damage.damage is Damage.NO_ACCESS
+    assert "is missing" not in damage.message()

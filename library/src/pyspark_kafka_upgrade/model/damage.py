@@ -127,10 +127,12 @@ class FileReadFailure:
 
     def damage(self, generation: int, path: str) -> DamagedFile:
         """As the record of committed file ``path`` (the sink log's name for it)."""
-        if self.missing:
-            return missing(generation, path)
+        # Hadoop says "FileNotFoundException: ... (Permission denied)" for a file it may not
+        # open: the refusal is the news, not the absence.
         if self.denied:
             return no_access(generation, Part.COMMITTED_FILE, path)
+        if self.missing:
+            return missing(generation, path)
         return DamagedFile(
             generation,
             Part.COMMITTED_FILE,

@@ -68,7 +68,9 @@ class GenerationScope:
     running: bool  # no successor: windows after its watermark are open, not abandoned
     spans: tuple[Span, ...]
     first_offsets: Mapping[PartitionKey, int]  # where it began reading, per partition
-    last_offsets: Mapping[PartitionKey, int]  # where it stopped (or is), per partition
+    # Where it stopped (or is), per partition: a partition only the plan that retired it
+    # names (batches its ledger lost) has an end and no known beginning.
+    last_offsets: Mapping[PartitionKey, int]
     # Partitions its plan started at "latest" on purpose: what came before is nobody's.
     started_at_latest: frozenset[PartitionKey] = frozenset()
 
@@ -81,7 +83,7 @@ class GenerationScope:
         its records of the windows this generation owns are dropped by the successor's replay
         filter, as late. A running generation missing a partition of its topics lost it.
         """
-        if key in self.first_offsets:
+        if key in self.first_offsets or key in self.last_offsets:
             return False
         return key[0] not in self.topics or not self.running
 
@@ -137,6 +139,15 @@ def generation_scopes(facts: VerifyFacts) -> tuple[GenerationScope, ...]:
     for index, generation in enumerate(chain):
         last = index == len(chain) - 1
         spans = batch_spans(generation, facts.earliest)
+        # The plan that retired it saw its last committed batch: where it stopped and its W
+        # hold even when its ledger lost its last batches and its checkpoint is gone.
+        retiring = None if last else chain[index + 1].plan
+        through = _written_through(generation)
+        stopped_at = _last_offsets(spans, generation)
+        if retiring is not None:
+            through = max(through if through is not None else 0, retiring.watermark_ms)
+            for key, offset in retiring.old_end_offsets.items():
+                stopped_at[key] = max(stopped_at.get(key, offset), offset)
         scopes.append(
             GenerationScope(
                 generation=generation.generation,
@@ -151,11 +162,11 @@ def generation_scopes(facts: VerifyFacts) -> tuple[GenerationScope, ...]:
                 ),
                 owns=owns[index],
                 next_owns=None if last else owns[index + 1],
-                written_through_ms=_written_through(generation),
+                written_through_ms=through,
                 running=last,
                 spans=spans,
                 first_offsets=_first_offsets(spans, generation),
-                last_offsets=_last_offsets(spans, generation),
+                last_offsets=stopped_at,
                 started_at_latest=frozenset(
                     key
                     for key, offset in (

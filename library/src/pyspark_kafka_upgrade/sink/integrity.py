@@ -56,8 +56,7 @@ class IntegrityError(PipelineError):
         if more:
             generations = ", ".join(map(str, generations_of(self.damaged[1:])))
             line += (
-                f" ({more} more damaged in generation {generations}: `checkpoint show "
-                "--generation N` lists each)"
+                f" ({more} more damaged in generation {generations}: `verify --json` lists each)"
             )
         super().__init__(line)
 
@@ -111,23 +110,31 @@ def check_generation(
             return GenerationCheck(
                 generation, directory, None, (_unreadable_log(generation, directory, error),)
             )
-    listings = [_list(parent) for parent in sorted({_parent(e.path) for e in log.files})]
+    places = sorted({_home(_parent(entry.path), directory) for entry in log.files})
+    listings = [_list(place) for place in places]
     return GenerationCheck(
-        generation, directory, log, damaged_files(generation, log.files, listings)
+        generation, directory, log, damaged_files(generation, log.files, listings, directory)
     )
 
 
 def damaged_files(
-    generation: int, committed: Iterable[SinkFileEntry], listings: Iterable[Listing]
+    generation: int,
+    committed: Iterable[SinkFileEntry],
+    listings: Iterable[Listing],
+    directory: str | None = None,
 ) -> tuple[DamagedFile, ...]:
     """The committed files that are missing or of another size than the log committed, and
-    each directory this user may not list (or that ``listings`` lacks). In log order."""
+    each directory this user may not list (or that ``listings`` lacks). In log order.
+
+    ``directory`` is the generation's output directory as the settings name it: a committed
+    file the log names in a directory of that name is looked for there (see ``_home``)."""
     by_directory = {location_key(listing.directory): listing for listing in listings}
     found: list[DamagedFile] = []
     reported: set[str] = set()
     for entry in committed:
         parent = _parent(entry.path)
-        listing = by_directory.get(location_key(parent))
+        home = parent if directory is None else _home(parent, directory)
+        listing = by_directory.get(location_key(home))
         if listing is None or listing.sizes is None:
             # Nothing is known of its files but that they cannot be read: the directory is
             # named once, not each file in it.
@@ -158,6 +165,19 @@ def _unreadable_log(generation: int, directory: str, error: StorageError) -> Dam
     return no_access(
         generation, Part.SINK_LOG, error.uri or posixpath.join(directory, SINK_LOG_DIR)
     )
+
+
+def _home(parent: str, directory: str) -> str:
+    """Where to list a committed file the log names in ``parent``: the generation's own
+    ``directory`` when ``parent`` is it under another spelling. Spark writes the log with
+    the path qualified its own way (Databricks: ``dbfs:/Volumes/...`` for ``/Volumes/...``),
+    which this process may not open; the file sink writes every file of a generation into
+    its directory, so the directory's own name identifies it."""
+    if location_key(parent) == location_key(directory):
+        return directory
+    if posixpath.basename(parent.rstrip("/")) == posixpath.basename(directory.rstrip("/")):
+        return directory
+    return parent
 
 
 def _parent(path: str) -> str:

@@ -36,6 +36,17 @@ _FILE_ERROR = re.compile(
 # Causes below Spark's error that say the file is not there, or not for this user.
 _MISSING = ("FILE_NOT_EXIST", "PATH_NOT_FOUND", "FileNotFoundException")
 _DENIED = ("AccessDeniedException", "Permission denied")
+# What says the bytes themselves are wrong. Any other cause of a failed read (a throttled or
+# dropped request to an object store) says nothing about the file: raised as it is, never
+# reported as damage.
+_DAMAGED = (
+    "CANNOT_READ_FILE_FOOTER",
+    "ChecksumException",
+    "is not a Parquet file",
+    "magic number",
+    "Malformed ORC file",
+    "EOFException",
+)
 
 
 def failed_file(error: BaseException) -> FileReadFailure | None:
@@ -56,6 +67,9 @@ def failed_file(error: BaseException) -> FileReadFailure | None:
     # The error class is said once, in its own field; the SQL state tells a user nothing.
     reason = " ".join(re.sub(r"\[[A-Z_.]+\] |\s*SQLSTATE: \w+", "", reason).split())
     below = text[found.end() :]
+    said = found.group(0) + below
+    if not any(marker in said for marker in (*_MISSING, *_DENIED, *_DAMAGED)):
+        return None
     return FileReadFailure(
         path=path,
         error_class=found.group("error_class"),

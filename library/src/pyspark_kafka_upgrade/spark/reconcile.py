@@ -274,20 +274,23 @@ def _owned_pairs(
         ],
         _SPANS,
     )
-    read = {(span.topic, span.partition) for scope in scopes for span in scope.spans}
+    # Every partition read back: what the spans read, and the offsets between generations.
+    read = {(span.topic, span.partition) for scope in scopes for span in scope.spans} | {
+        key for scope in scopes for key in scope.first_offsets
+    }
     bounds = spark.createDataFrame(
         [
             (
                 scope.generation,
                 topic,
                 partition,
-                first,
-                scope.last_offsets[(topic, partition)],
+                scope.first_offsets.get((topic, partition)),
+                last,
                 False,
                 _open_after_us(scope),
             )
             for scope in scopes
-            for (topic, partition), first in scope.first_offsets.items()
+            for (topic, partition), last in sorted(scope.last_offsets.items())
         ]
         + [
             (scope.generation, topic, partition, None, None, True, None)
@@ -321,13 +324,16 @@ def _owned_pairs(
             .otherwise(PairState.UNKNOWN.value),
         )
         .when(F.col("b_outside"), PairState.OUTSIDE.value)
-        .when(F.col("b_first").isNull() | (offset < F.col("b_first")), PairState.SKIPPED.value)
+        .when(F.col("b_last").isNull(), PairState.SKIPPED.value)
+        .when(offset < F.col("b_first"), PairState.SKIPPED.value)
         .when(
             offset >= F.col("b_last"),
             F.when(end > F.col("b_open_after_us"), PairState.PENDING.value).otherwise(
                 PairState.ARRIVED_AFTER.value
             ),
         )
+        # Before where the plan that retired it says it stopped, in batches nobody recorded.
+        .when(F.col("b_first").isNull(), PairState.UNKNOWN.value)
         .otherwise(PairState.SKIPPED.value)
     )
     masked = [_masked_key(key, scopes) for key in keys]
