@@ -460,7 +460,7 @@ def _written(
     owns, ending after the last watermark they know) is left out: on a live pipeline it is
     still open to them. Every other row counts, even one past its writer's watermark: a
     retired generation's facts are final, and no generation writes a window its own replay
-    filter drops (a copied file).
+    filter drops or one of another grid than its own (a copied file).
     """
     if written is None:
         return None
@@ -475,6 +475,12 @@ def _written(
             )
             if scope.owns.window_end_after_ms is not None:
                 kept = kept | (end <= F.lit(scope.owns.window_end_after_ms * _US))
+            if scope.owns.event_time_from_ms is not None:
+                # Its windows hold events from E on, so each ends after E.
+                kept = kept | (end <= F.lit(scope.owns.event_time_from_ms * _US))
+            # Nor does it write a window of another grid than its own.
+            size, slide = scope.window.duration_ms * _US, scope.window.slide_ms * _US
+            kept = kept | (end - start != F.lit(size)) | (F.pmod(start, F.lit(slide)) != 0)
             rows = rows.where(kept)
     present = set(written.columns)
     columns = [
