@@ -62,24 +62,20 @@ class ReplayFilter:
         return late_event_threshold_ms(window, self.window_end_after_ms, self.event_time_from_ms)
 
     def describe(self) -> str:
-        terms = []
-        if self.event_time_from_ms is not None:
-            terms.append(f"event_time >= {self.event_time_from_ms}")
-        if self.window_end_after_ms is not None:
-            terms.append(f"window.end > {self.window_end_after_ms}")
-        return " and ".join(terms) or NO_FILTER
+        return self._terms(named=False)
 
     def explain(self) -> str:
         """The description for people: each bound keeps its number, as ``describe`` and the
         JSON have it (scripts may parse it), and is named W or E with its UTC time."""
+        return self._terms(named=True)
+
+    def _terms(self, *, named: bool) -> str:
         terms = []
-        if self.event_time_from_ms is not None:
-            ms = self.event_time_from_ms
-            terms.append(f"event_time >= {ms} (E = {when(ms)})")
-        if self.window_end_after_ms is not None:
-            ms = self.window_end_after_ms
+        if (ms := self.event_time_from_ms) is not None:
+            terms.append(f"event_time >= {ms}" + (f" (E = {when(ms)})" if named else ""))
+        if (ms := self.window_end_after_ms) is not None:
             # A watermark Spark has not moved is 0: "not yet set", never a time in 1970.
-            terms.append(f"window.end > {ms} (W = {watermark_text(ms)})")
+            terms.append(f"window.end > {ms}" + (f" (W = {watermark_text(ms)})" if named else ""))
         return " and ".join(terms) or NO_FILTER
 
     def to_json(self) -> str:

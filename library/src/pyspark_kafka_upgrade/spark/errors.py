@@ -74,6 +74,6 @@ def failed_file(error: BaseException) -> FileReadFailure | None:
         path=path,
         error_class=found.group("error_class"),
         cause=reason[:300],
-        missing=any(marker in found.group(0) + below for marker in _MISSING),
+        missing=any(marker in said for marker in _MISSING),
         denied=any(marker in below for marker in _DENIED),
     )

@@ -274,10 +274,8 @@ def _owned_pairs(
         ],
         _SPANS,
     )
-    # Every partition read back: what the spans read, and the offsets between generations.
-    read = {(span.topic, span.partition) for scope in scopes for span in scope.spans} | {
-        key for scope in scopes for key in scope.first_offsets
-    }
+    # Every partition read back: every generation's, the offsets between generations too.
+    read = {key for scope in scopes for key in (*scope.first_offsets, *scope.last_offsets)}
     bounds = spark.createDataFrame(
         [
             (

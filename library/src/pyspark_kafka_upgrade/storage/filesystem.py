@@ -80,27 +80,25 @@ class Location:
 
     def list_names(self) -> list[str]:
         """The names directly inside this directory, sorted; empty when it does not exist."""
-        selector = pyarrow.fs.FileSelector(self.path, allow_not_found=True, recursive=False)
-        try:
-            infos = self.filesystem.get_file_info(selector)
-        except OSError as error:
-            raise storage_error("list", self.uri, error) from None
-        return sorted(posixpath.basename(info.path) for info in infos)
+        return sorted(posixpath.basename(info.path) for info in self._listing())
 
     def file_sizes(self) -> dict[str, int]:
         """The files directly inside this directory, by name, with their sizes in bytes; one
         listing, where a look at each file would be a request each on an object store.
         Empty when the directory does not exist."""
-        selector = pyarrow.fs.FileSelector(self.path, allow_not_found=True, recursive=False)
-        try:
-            infos = self.filesystem.get_file_info(selector)
-        except OSError as error:
-            raise storage_error("list", self.uri, error) from None
         return {
             posixpath.basename(info.path): int(info.size)
-            for info in infos
+            for info in self._listing()
             if info.type == pyarrow.fs.FileType.File
         }
+
+    def _listing(self) -> list[Any]:
+        selector = pyarrow.fs.FileSelector(self.path, allow_not_found=True, recursive=False)
+        try:
+            infos: list[Any] = self.filesystem.get_file_info(selector)
+        except OSError as error:
+            raise storage_error("list", self.uri, error) from None
+        return infos
 
     def read_bytes(self) -> bytes:
         try:
