@@ -40,11 +40,11 @@ BUNDLE_CHOICES = ("no", "yes")
 # The library's rules, in two modules that import only the standard library (a library test
 # holds its whole pure core to that): loaded by path, so that no answer is checked before
 # the library is installed, and no rule is written twice.
-LIBRARY_VALUES = TEMPLATE_ROOT / "library" / "src" / "pyspark_kafka_upgrade" / "values"
+LIBRARY_VALUES = TEMPLATE_ROOT / "library" / "src" / "pyspark_kafka_upgrade" / "_domain" / "values"
 
 
 def load_library_module(name: str) -> ModuleType:
-    """Load ``values/<name>.py`` of the library by path, without importing the library."""
+    """Load ``_domain/values/<name>.py`` of the library by path, without importing the library."""
     path = LIBRARY_VALUES / f"{name}.py"
     if not path.is_file():
         sys.exit(f"ERROR: template is broken: {path} is missing")

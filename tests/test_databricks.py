@@ -441,8 +441,8 @@ def test_the_upgrade_jobs_plan_and_apply_with_the_pipelines_settings(
 PARSE = """
 import json, sys
 from pyspark_kafka_upgrade import cli
-from pyspark_kafka_upgrade.config import command as configuration
-from pyspark_kafka_upgrade.ledger.opening import installed_stores
+from pyspark_kafka_upgrade._application import config_show as configuration
+from pyspark_kafka_upgrade._adapters.ledger.opening import installed_stores
 from {package}.pipeline import PROJECT
 
 report = {{}}

@@ -18,7 +18,7 @@ from conftest import (
     TEMPLATE_DIR,
     combination_id,
 )
-from pyspark_kafka_upgrade.values import catalog
+from pyspark_kafka_upgrade._domain.values import catalog
 
 PACKAGE = "src/page_views_pipeline"
 LIBRARY_VERSION = pyspark_kafka_upgrade.__version__
@@ -153,10 +153,11 @@ def test_the_wheel_beside_the_project_is_the_library_it_pins(default_project: Pa
         names = set(archive.namelist())
     assert f"Version: {LIBRARY_VERSION}" in metadata.decode()
     # The library's own sources, as this checkout has them.
-    source = TEMPLATE_DIR / "library" / "src" / "pyspark_kafka_upgrade" / "values" / "catalog.py"
-    assert "pyspark_kafka_upgrade/values/catalog.py" in names
+    catalog = "pyspark_kafka_upgrade/_domain/values/catalog.py"
+    source = TEMPLATE_DIR / "library" / "src" / catalog
+    assert catalog in names
     with zipfile.ZipFile(wheel) as archive:
-        assert archive.read("pyspark_kafka_upgrade/values/catalog.py") == source.read_bytes()
+        assert archive.read(catalog) == source.read_bytes()
 
 
 @pytest.mark.parametrize("module", ["events.py", "query.py"])
@@ -164,7 +165,7 @@ def test_the_default_project_is_the_librarys_reference_pipeline(
     default_project: Path, module: str
 ) -> None:
     # The library proves itself on its reference pipeline: the default bake must be it.
-    example = TEMPLATE_DIR / "library" / "src" / "pyspark_kafka_upgrade" / "example" / module
+    example = TEMPLATE_DIR / "library" / "src" / "pyspark_kafka_upgrade" / "_example" / module
     baked = (default_project / PACKAGE / module).read_text()
     assert _code(baked) == _code(example.read_text())
 

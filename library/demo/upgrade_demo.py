@@ -25,7 +25,7 @@ else Apache Kafka as a local process when Java and Maven can run it, else the lo
 broker from PyPI: the same choice as the tests (KAFKA_BACKEND).
 Each run works in a fresh directory and on a topic of its own. `--connector builtin` plays
 it on Spark's JVM connector (its jars from SPARK_KAFKA_JARS, or Maven). It plays the
-library's reference pipeline (``pyspark_kafka_upgrade.example``), which is the template's
+library's reference pipeline (``pyspark_kafka_upgrade._example``), which is the template's
 default project. Exit code 0 when the check holds, 1 when it does not, 2 when a step
 failed.
 """
@@ -52,11 +52,11 @@ sys.path.insert(0, str(HERE.parent / "tests"))
 
 import pyspark_kafka_upgrade.testing.kafka_backends as kafka  # noqa: E402
 import support.pipelines as pipelines  # noqa: E402
-from pyspark_kafka_upgrade.example.pipeline import PROJECT  # noqa: E402
+from pyspark_kafka_upgrade._example.pipeline import PROJECT  # noqa: E402
 
 # The command a user of the pipeline types; the module this runs it as.
 PACKAGE = PROJECT.command
-MODULE = "pyspark_kafka_upgrade.example"
+MODULE = "pyspark_kafka_upgrade._example"
 
 BASE_MS = pipelines.BASE_MS  # 2025-11-22T10:00:00Z
 EVENT_EVERY_MS = 20_000

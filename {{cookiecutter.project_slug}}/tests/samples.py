@@ -8,9 +8,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from pyspark.sql import SparkSession
-from pyspark_kafka_upgrade.testing.kafka_backends import KafkaBackend
-from pyspark_kafka_upgrade.testing.proof import ProofReport, prove_upgrade
-from pyspark_kafka_upgrade.values.project import Project
+from pyspark_kafka_upgrade import Project
+from pyspark_kafka_upgrade.testing import KafkaBackend, ProofReport, prove_upgrade
 
 BASE_MS = 1_795_341_600_000  # 2026-11-22T10:00:00Z, a multiple of the windows used here
 MINUTE_MS = 60_000

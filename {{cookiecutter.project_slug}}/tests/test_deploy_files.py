@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
-import pyspark_kafka_upgrade.testing.waiting as waiting
 import pytest
 import yaml
+from pyspark_kafka_upgrade.testing import wait_until
 
 PROJECT = Path(__file__).resolve().parents[1]
 SUBMIT = PROJECT / "deploy" / "submit.sh"
@@ -366,7 +366,7 @@ def test_a_signal_to_submit_sh_reaches_the_driver_not_spark_submit(
     log = tmp_path / "submit.log"
     process = start(dist, stand_in_submit, tmp_path, log)
     try:
-        waiting.wait_until(
+        wait_until(
             lambda: (dist / "driver.log").is_file() or process.poll() is not None,
             timeout=30,
             message="the stand-in driver never started",

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from pyspark_kafka_upgrade.testing.docs import DocumentedCommand, documented_commands, refusal
+from pyspark_kafka_upgrade.testing import DocumentedCommand, documented_commands, refusal
 
 from {{ cookiecutter.package_name }}.pipeline import PROJECT
 

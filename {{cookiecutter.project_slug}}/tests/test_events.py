@@ -6,8 +6,7 @@ from __future__ import annotations
 import json
 
 from pyspark.sql import SparkSession
-from pyspark_kafka_upgrade.testing.frames import kafka_rows, project_recipe
-from pyspark_kafka_upgrade.testing.mirror import mirror_disagreements
+from pyspark_kafka_upgrade.testing import kafka_rows, mirror_disagreements, project_recipe
 
 from {{ cookiecutter.package_name }} import query
 from {{ cookiecutter.package_name }}.pipeline import PROJECT

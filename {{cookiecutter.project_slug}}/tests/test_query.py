@@ -5,8 +5,8 @@ wrote."""
 from __future__ import annotations
 
 from pyspark.sql import SparkSession
-from pyspark_kafka_upgrade.model.replay_filter import ReplayFilter
-from pyspark_kafka_upgrade.testing.frames import kafka_rows, project_recipe
+from pyspark_kafka_upgrade import ReplayFilter
+from pyspark_kafka_upgrade.testing import kafka_rows, project_recipe
 
 from {{ cookiecutter.package_name }} import query
 from {{ cookiecutter.package_name }}.pipeline import PROJECT

@@ -6,11 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from pyspark.sql import SparkSession
-from pyspark_kafka_upgrade.model.advice import Verdict
-from pyspark_kafka_upgrade.query.aggregate_types import output_schema
-from pyspark_kafka_upgrade.testing.frames import kafka_rows, project_recipe
-from pyspark_kafka_upgrade.testing.signatures import (
+from pyspark_kafka_upgrade import Verdict
+from pyspark_kafka_upgrade.testing import (
     advice,
+    kafka_rows,
+    output_schema,
+    project_recipe,
     query_source,
     run_refusal,
     with_query_source,

@@ -18,11 +18,11 @@ from bench.kit import spark, topics
 from bench.kit.context import Benchmark, Context, Result
 from bench.kit.timing import ratios, side_by_side
 from bench.record import Figure, Series, Target
-from pyspark_kafka_upgrade.example.pipeline import PROJECT
-from pyspark_kafka_upgrade.ledger.opening import open_store
-from pyspark_kafka_upgrade.run.queries import METRICS
-from pyspark_kafka_upgrade.settings import Settings, load_settings
-from pyspark_kafka_upgrade.spark.listener import LedgerListener
+from pyspark_kafka_upgrade._adapters.ledger.opening import open_store
+from pyspark_kafka_upgrade._adapters.spark.listener import LedgerListener
+from pyspark_kafka_upgrade._application.run.queries import METRICS
+from pyspark_kafka_upgrade._core.settings import Settings, load_settings
+from pyspark_kafka_upgrade._example.pipeline import PROJECT
 from pyspark_kafka_upgrade.testing.ledgers import DEFAULT_POSTGRES_DSN, POSTGRES_DSN_ENV
 from support import pipelines
 

@@ -12,9 +12,9 @@ from bench.kit import synthetic
 from bench.kit.context import Benchmark, Context, Result
 from bench.kit.timing import timed
 from bench.record import Figure, Series, Target
-from pyspark_kafka_upgrade.model.restart import RestartPlan
-from pyspark_kafka_upgrade.planner.tightening import tighten
-from pyspark_kafka_upgrade.values.validation import WindowSpec
+from pyspark_kafka_upgrade._core.planner.tightening import tighten
+from pyspark_kafka_upgrade._domain.records.restart import RestartPlan
+from pyspark_kafka_upgrade._domain.values.validation import WindowSpec
 
 SIZES = (1_000, 10_000, 100_000)
 BUDGET_S = 1.0

@@ -11,8 +11,8 @@ from __future__ import annotations
 from bench.kit import synthetic
 from bench.kit.context import Benchmark, Context, Result
 from bench.record import Figure, Series, Target
-from pyspark_kafka_upgrade.planner.tightening import tighten
-from pyspark_kafka_upgrade.values.validation import WindowSpec
+from pyspark_kafka_upgrade._core.planner.tightening import tighten
+from pyspark_kafka_upgrade._domain.values.validation import WindowSpec
 
 MINUTE = 60_000
 SPECS = {

@@ -39,13 +39,13 @@ from bench.kit import processes, topics
 from bench.kit.context import Benchmark, Context, Result
 from bench.kit.timing import ratios, side_by_side
 from bench.record import Figure, Series, Target
-from pyspark_kafka_upgrade.example.pipeline import PROJECT
-from pyspark_kafka_upgrade.kafka import partition_reader
-from pyspark_kafka_upgrade.model.scans import ScanRange
-from pyspark_kafka_upgrade.planner.decide import ScanRequest
-from pyspark_kafka_upgrade.settings import load_settings
-from pyspark_kafka_upgrade.upgrade import event_scan
-from pyspark_kafka_upgrade.upgrade.gather import source_options
+from pyspark_kafka_upgrade._adapters.kafka import partition_reader
+from pyspark_kafka_upgrade._application.upgrade import event_scan
+from pyspark_kafka_upgrade._application.upgrade.gather import source_options
+from pyspark_kafka_upgrade._core.planner.decide import ScanRequest
+from pyspark_kafka_upgrade._core.settings import load_settings
+from pyspark_kafka_upgrade._domain.records.scans import ScanRange
+from pyspark_kafka_upgrade._example.pipeline import PROJECT
 from support import pipelines
 
 PARTITIONS = 4

@@ -15,7 +15,7 @@ from bench.kit import spark, topics
 from bench.kit.context import Benchmark, Connector, Context, Result
 from bench.kit.timing import ratios, side_by_side
 from bench.record import Figure, Series, Target
-from pyspark_kafka_upgrade.query import columns
+from pyspark_kafka_upgrade._core.query import columns
 from support import pipelines
 
 ARTICLES = [f"a{n}" for n in range(1, 21)]

@@ -43,7 +43,7 @@ import pyspark_kafka_upgrade.testing.waiting as waiting
 from bench.kit.context import Benchmark, Connector, Context, Result
 from bench.kit.timing import ratios, side_by_side
 from bench.record import Figure, Series, Target
-from pyspark_kafka_upgrade.model.plan import UpgradePlan
+from pyspark_kafka_upgrade._domain.records.plan import UpgradePlan
 from support import pipelines
 
 T = TypeVar("T")

@@ -40,11 +40,11 @@ from bench.kit.context import Benchmark, Connector, Context, Result
 from bench.kit.processes import MIB, Peak, peak_of
 from bench.kit.timing import ratios, side_by_side
 from bench.record import Figure, Series, Target
-from pyspark_kafka_upgrade.reconcile.render import render_report
-from pyspark_kafka_upgrade.run.command import RunRequest, run_pipeline
-from pyspark_kafka_upgrade.run.queries import AGGREGATES_QUERY
-from pyspark_kafka_upgrade.settings import Settings
-from pyspark_kafka_upgrade.verify.command import VerifyRange, verify_pipeline
+from pyspark_kafka_upgrade._application.run.queries import AGGREGATES_QUERY
+from pyspark_kafka_upgrade._application.run.run_command import RunRequest, run_pipeline
+from pyspark_kafka_upgrade._application.verify import VerifyRange, verify_pipeline
+from pyspark_kafka_upgrade._core.reconciliation.verify_words import render_report
+from pyspark_kafka_upgrade._core.settings import Settings
 from support import pipelines
 
 ARTICLES = [f"a{n}" for n in range(1, 21)]

@@ -10,19 +10,19 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from pyspark_kafka_upgrade.model.history import (
+from pyspark_kafka_upgrade._core.planner.restart import plan_restart
+from pyspark_kafka_upgrade._domain.records.history import (
     BatchFacts,
     CheckpointBatch,
     CheckpointFacts,
     ledger_facts,
 )
-from pyspark_kafka_upgrade.model.ledger import BatchRecord
-from pyspark_kafka_upgrade.model.restart import RestartPlan
-from pyspark_kafka_upgrade.model.scans import Scan
-from pyspark_kafka_upgrade.planner.restart import plan_restart
-from pyspark_kafka_upgrade.values.offsets import PartitionKey, format_offsets
-from pyspark_kafka_upgrade.values.validation import WindowSpec
-from pyspark_kafka_upgrade.values.windows import earliest_open_event_ms
+from pyspark_kafka_upgrade._domain.records.ledger import BatchRecord
+from pyspark_kafka_upgrade._domain.records.restart import RestartPlan
+from pyspark_kafka_upgrade._domain.records.scans import Scan
+from pyspark_kafka_upgrade._domain.values.offsets import PartitionKey, format_offsets
+from pyspark_kafka_upgrade._domain.values.validation import WindowSpec
+from pyspark_kafka_upgrade._domain.values.windows import earliest_open_event_ms
 
 TOPIC = "page-views"
 BASE_MS = 1_700_000_200_000  # a multiple of ten minutes, so windows start on the hour

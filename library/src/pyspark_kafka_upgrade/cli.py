@@ -17,20 +17,20 @@ from typing import Any, NoReturn
 from py4j.protocol import Py4JError  # type: ignore[import-untyped]
 from pyspark.errors import PySparkException
 
-from pyspark_kafka_upgrade.config import command as configuration
-from pyspark_kafka_upgrade.config import connector as connector_command
-from pyspark_kafka_upgrade.errors import ConfigError, PipelineError
-from pyspark_kafka_upgrade.inspect import command as checkpoint_command
-from pyspark_kafka_upgrade.output import command as output_command
-from pyspark_kafka_upgrade.run import command as running
-from pyspark_kafka_upgrade.settings import LoadedSettings
-from pyspark_kafka_upgrade.spark.errors import cause
-from pyspark_kafka_upgrade.upgrade import commands as upgrade
-from pyspark_kafka_upgrade.values.outcome import Outcome
-from pyspark_kafka_upgrade.values.project import Project
-from pyspark_kafka_upgrade.values.time_text import parse_instant
-from pyspark_kafka_upgrade.values.validation import InvalidValueError
-from pyspark_kafka_upgrade.verify import command as verifying
+from pyspark_kafka_upgrade._adapters.spark.spark_errors import cause
+from pyspark_kafka_upgrade._application import config_show as configuration
+from pyspark_kafka_upgrade._application import connector_fetch as connector_command
+from pyspark_kafka_upgrade._application import output_show as output_command
+from pyspark_kafka_upgrade._application import verify as verifying
+from pyspark_kafka_upgrade._application.checkpoint_show import show as checkpoint_command
+from pyspark_kafka_upgrade._application.run import run_command as running
+from pyspark_kafka_upgrade._application.upgrade import commands as upgrade
+from pyspark_kafka_upgrade._core.settings import LoadedSettings
+from pyspark_kafka_upgrade._domain.errors import ConfigError, PipelineError
+from pyspark_kafka_upgrade._domain.values.outcome import Outcome
+from pyspark_kafka_upgrade._domain.values.project import Project
+from pyspark_kafka_upgrade._domain.values.time_text import parse_instant
+from pyspark_kafka_upgrade._domain.values.validation import InvalidValueError
 
 DESCRIPTION = """\
 A Kafka -> event-time windows -> append-mode file sink pipeline, with an offset ledger

@@ -11,10 +11,10 @@ import pytest
 # Import layout that holds whatever the package is named: a straight import sorts before
 # the package's from-imports, and trailing commas keep those exploded at any name length.
 import support.offset_stores as stores
-from pyspark_kafka_upgrade.model.ledger import (
+from pyspark_kafka_upgrade._domain.records.ledger import (
     GenerationStatus,
 )
-from pyspark_kafka_upgrade.model.ledger_errors import (
+from pyspark_kafka_upgrade._domain.records.ledger_errors import (
     LedgerRecordError,
 )
 

@@ -27,19 +27,19 @@ import pyspark_kafka_upgrade.testing.spark
 
 # A straight import sorts before the package's from-imports whatever the package is named.
 import support.fake_repository as fake_repository
-from pyspark_kafka_upgrade.errors import (
-    PipelineError,
-)
-from pyspark_kafka_upgrade.example.pipeline import PROJECT
-from pyspark_kafka_upgrade.kafka.connector import (
+from pyspark_kafka_upgrade._adapters.kafka.connector import (
     read_kafka_stream,
 )
-from pyspark_kafka_upgrade.settings import (
-    load_settings,
-)
-from pyspark_kafka_upgrade.spark.session import (
+from pyspark_kafka_upgrade._adapters.spark.session import (
     build_spark_session,
 )
+from pyspark_kafka_upgrade._core.settings import (
+    load_settings,
+)
+from pyspark_kafka_upgrade._domain.errors import (
+    PipelineError,
+)
+from pyspark_kafka_upgrade._example.pipeline import PROJECT
 
 pytestmark = pytest.mark.integration
 

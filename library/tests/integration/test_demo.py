@@ -12,7 +12,7 @@ import pytest
 
 import pyspark_kafka_upgrade.testing.kafka_backends as kafka
 import pyspark_kafka_upgrade.testing.spark
-from pyspark_kafka_upgrade.example.pipeline import PROJECT
+from pyspark_kafka_upgrade._example.pipeline import PROJECT
 
 DEMO = Path(__file__).resolve().parents[2] / "demo" / "upgrade_demo.py"
 

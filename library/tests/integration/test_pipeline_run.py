@@ -17,41 +17,41 @@ import pyspark_kafka_upgrade.testing.kafka_backends as kafka
 import pyspark_kafka_upgrade.testing.waiting as waiting
 import support.background_run as background
 import support.pipelines as pipelines
-from pyspark_kafka_upgrade.checkpoint.reader import (
+from pyspark_kafka_upgrade._adapters.checkpoint.reader import (
     read_checkpoint,
 )
-from pyspark_kafka_upgrade.inspect.report import (
+from pyspark_kafka_upgrade._adapters.ledger.opening import (
+    open_store,
+)
+from pyspark_kafka_upgrade._adapters.storage.run_lock import (
+    RunLock,
+    RunLockHeldError,
+)
+from pyspark_kafka_upgrade._application.checkpoint_show.report import (
     Verdict,
     inspect_checkpoint,
 )
-from pyspark_kafka_upgrade.ledger.opening import (
-    open_store,
-)
-from pyspark_kafka_upgrade.model.ledger import (
-    BatchRecord,
-)
-from pyspark_kafka_upgrade.run.bookkeeping import (
+from pyspark_kafka_upgrade._application.run.bookkeeping import (
     UpgradeRequiredError,
 )
-from pyspark_kafka_upgrade.run.command import (
+from pyspark_kafka_upgrade._application.run.queries import (
+    AGGREGATES_QUERY,
+)
+from pyspark_kafka_upgrade._application.run.run_command import (
     RunRequest,
     RunSummary,
     run_pipeline,
 )
-from pyspark_kafka_upgrade.run.queries import (
-    AGGREGATES_QUERY,
-)
-from pyspark_kafka_upgrade.settings import (
+from pyspark_kafka_upgrade._core.settings import (
     Settings,
 )
-from pyspark_kafka_upgrade.storage.run_lock import (
-    RunLock,
-    RunLockHeldError,
+from pyspark_kafka_upgrade._domain.records.ledger import (
+    BatchRecord,
 )
-from pyspark_kafka_upgrade.values.layout import (
+from pyspark_kafka_upgrade._domain.values.layout import (
     GenerationLayout,
 )
-from pyspark_kafka_upgrade.values.offsets import (
+from pyspark_kafka_upgrade._domain.values.offsets import (
     format_offsets,
     offsets_from_json_object,
 )

@@ -20,18 +20,18 @@ import pyspark_kafka_upgrade.testing.kafka_backends as kafka
 import pyspark_kafka_upgrade.testing.oracle as oracle
 import support.ledger_damage as damage
 import support.pipelines as pipelines
-from pyspark_kafka_upgrade.example.pipeline import PROJECT
-from pyspark_kafka_upgrade.run.command import (
+from pyspark_kafka_upgrade._application.run.run_command import (
     RunRequest,
     run_pipeline,
 )
-from pyspark_kafka_upgrade.settings import (
+from pyspark_kafka_upgrade._core.settings import (
     Settings,
     load_settings,
 )
-from pyspark_kafka_upgrade.values.layout import (
+from pyspark_kafka_upgrade._domain.values.layout import (
     GenerationLayout,
 )
+from pyspark_kafka_upgrade._example.pipeline import PROJECT
 from support.example import main
 
 pytestmark = pytest.mark.integration

@@ -30,28 +30,28 @@ import pyspark_kafka_upgrade.testing.waiting as waiting
 import support.pipelines as pipelines
 import support.plans as plans
 import support.soak_table as soak_table
-from pyspark_kafka_upgrade.example.pipeline import PROJECT
-from pyspark_kafka_upgrade.ledger.opening import (
+from pyspark_kafka_upgrade._adapters.ledger.opening import (
     open_store,
 )
-from pyspark_kafka_upgrade.model.ledger import (
-    BatchRecord,
-)
-from pyspark_kafka_upgrade.run.command import (
+from pyspark_kafka_upgrade._application.run.run_command import (
     RunRequest,
     run_pipeline,
 )
-from pyspark_kafka_upgrade.settings import (
+from pyspark_kafka_upgrade._application.upgrade.commands import (
+    plan_command,
+)
+from pyspark_kafka_upgrade._core.settings import (
     Settings,
     load_settings,
 )
-from pyspark_kafka_upgrade.testing.proof import verify_says
-from pyspark_kafka_upgrade.upgrade.commands import (
-    plan_command,
+from pyspark_kafka_upgrade._domain.records.ledger import (
+    BatchRecord,
 )
-from pyspark_kafka_upgrade.values.layout import (
+from pyspark_kafka_upgrade._domain.values.layout import (
     GenerationLayout,
 )
+from pyspark_kafka_upgrade._example.pipeline import PROJECT
+from pyspark_kafka_upgrade.testing.proof import verify_says
 
 pytestmark = pytest.mark.integration
 

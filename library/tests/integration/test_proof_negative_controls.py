@@ -32,20 +32,20 @@ import pyspark_kafka_upgrade.testing.oracle as oracle
 import pyspark_kafka_upgrade.testing.spark
 import support.pipelines as pipelines
 import support.pykafka_streams as pykafka_streams
-from pyspark_kafka_upgrade.example.pipeline import PROJECT
-from pyspark_kafka_upgrade.run.command import (
+from pyspark_kafka_upgrade._application.run.run_command import (
     RunRequest,
     run_pipeline,
 )
-from pyspark_kafka_upgrade.settings import (
-    Settings,
-)
-from pyspark_kafka_upgrade.upgrade.commands import (
+from pyspark_kafka_upgrade._application.upgrade.commands import (
     apply_command,
 )
-from pyspark_kafka_upgrade.values.layout import (
+from pyspark_kafka_upgrade._core.settings import (
+    Settings,
+)
+from pyspark_kafka_upgrade._domain.values.layout import (
     GenerationLayout,
 )
+from pyspark_kafka_upgrade._example.pipeline import PROJECT
 
 pytestmark = pytest.mark.integration
 

@@ -33,25 +33,25 @@ import pyspark_kafka_upgrade.testing.spark as testing_spark
 import pyspark_kafka_upgrade.testing.waiting as waiting
 import support.pipelines as pipelines
 import support.plans as plans
-from pyspark_kafka_upgrade.example.pipeline import PROJECT
-from pyspark_kafka_upgrade.ledger.opening import open_store
-from pyspark_kafka_upgrade.model.plan import UpgradePlan
-from pyspark_kafka_upgrade.model.verification import PairState, Status, VerifyReport
-from pyspark_kafka_upgrade.run.command import (
+from pyspark_kafka_upgrade._adapters.ledger.opening import open_store
+from pyspark_kafka_upgrade._application.run.run_command import (
     RunRequest,
     run_pipeline,
 )
-from pyspark_kafka_upgrade.settings import (
-    Settings,
-)
-from pyspark_kafka_upgrade.upgrade.commands import (
+from pyspark_kafka_upgrade._application.upgrade.commands import (
     apply_command,
     plan_command,
 )
-from pyspark_kafka_upgrade.values.layout import (
+from pyspark_kafka_upgrade._application.verify import VerifyRange, verify_pipeline
+from pyspark_kafka_upgrade._core.settings import (
+    Settings,
+)
+from pyspark_kafka_upgrade._domain.records.plan import UpgradePlan
+from pyspark_kafka_upgrade._domain.records.verification import PairState, Status, VerifyReport
+from pyspark_kafka_upgrade._domain.values.layout import (
     GenerationLayout,
 )
-from pyspark_kafka_upgrade.verify.command import VerifyRange, verify_pipeline
+from pyspark_kafka_upgrade._example.pipeline import PROJECT
 
 pytestmark = pytest.mark.integration
 

@@ -19,32 +19,32 @@ import pyspark_kafka_upgrade.testing.kafka_backends as kafka
 import pyspark_kafka_upgrade.testing.oracle as oracle
 import pyspark_kafka_upgrade.testing.waiting as waiting
 import support.pipelines as pipelines
-from pyspark_kafka_upgrade.example.pipeline import PROJECT
-from pyspark_kafka_upgrade.ledger.opening import (
+from pyspark_kafka_upgrade._adapters.ledger.opening import (
     open_store,
 )
-from pyspark_kafka_upgrade.model.errors import (
-    PlanAlreadyAppliedError,
-)
-from pyspark_kafka_upgrade.model.plan import (
-    UpgradePlan,
-)
-from pyspark_kafka_upgrade.run.command import (
+from pyspark_kafka_upgrade._application.run.run_command import (
     RunRequest,
     run_pipeline,
 )
-from pyspark_kafka_upgrade.settings import (
-    Settings,
-    load_settings,
-)
-from pyspark_kafka_upgrade.testing.proof import verify_says
-from pyspark_kafka_upgrade.upgrade.commands import (
+from pyspark_kafka_upgrade._application.upgrade.commands import (
     APPLY_STEPS,
     apply_command,
 )
-from pyspark_kafka_upgrade.values.layout import (
+from pyspark_kafka_upgrade._core.settings import (
+    Settings,
+    load_settings,
+)
+from pyspark_kafka_upgrade._domain.records.plan import (
+    UpgradePlan,
+)
+from pyspark_kafka_upgrade._domain.records.record_errors import (
+    PlanAlreadyAppliedError,
+)
+from pyspark_kafka_upgrade._domain.values.layout import (
     GenerationLayout,
 )
+from pyspark_kafka_upgrade._example.pipeline import PROJECT
+from pyspark_kafka_upgrade.testing.proof import verify_says
 
 pytestmark = pytest.mark.integration
 

@@ -11,10 +11,10 @@ import pytest
 import pyspark_kafka_upgrade.testing.driver_process as driver_process
 import pyspark_kafka_upgrade.testing.kafka_backends as kafka
 import support.pipelines as pipelines
-from pyspark_kafka_upgrade.checkpoint.reader import (
+from pyspark_kafka_upgrade._adapters.checkpoint.reader import (
     read_checkpoint,
 )
-from pyspark_kafka_upgrade.values.layout import (
+from pyspark_kafka_upgrade._domain.values.layout import (
     GenerationLayout,
 )
 from support.example import MODULE

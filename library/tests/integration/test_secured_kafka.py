@@ -24,14 +24,14 @@ import pyspark_kafka_upgrade.testing.kafka_backends as kafka
 import pyspark_kafka_upgrade.testing.oracle as oracle
 import support.pipelines as pipelines
 import support.plans as plans
-from pyspark_kafka_upgrade.example.pipeline import PROJECT
-from pyspark_kafka_upgrade.ledger.opening import open_store
-from pyspark_kafka_upgrade.run.command import RunRequest, run_pipeline
-from pyspark_kafka_upgrade.settings import load_settings
+from pyspark_kafka_upgrade._adapters.ledger.opening import open_store
+from pyspark_kafka_upgrade._application.run.run_command import RunRequest, run_pipeline
+from pyspark_kafka_upgrade._application.upgrade.plan_file import read_plan_file
+from pyspark_kafka_upgrade._core.settings import load_settings
+from pyspark_kafka_upgrade._domain.values.layout import GenerationLayout
+from pyspark_kafka_upgrade._example.pipeline import PROJECT
 from pyspark_kafka_upgrade.testing.secret_search import assert_no_secret
 from pyspark_kafka_upgrade.testing.secured_kafka import Login, SecuredKafka
-from pyspark_kafka_upgrade.upgrade.plan_file import read_plan_file
-from pyspark_kafka_upgrade.values.layout import GenerationLayout
 from support.example import main
 
 pytestmark = pytest.mark.integration

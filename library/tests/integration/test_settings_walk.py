@@ -11,7 +11,7 @@ from pyspark.sql import SparkSession
 import pyspark_kafka_upgrade.testing.kafka_backends as kafka
 import support.pipelines as pipelines
 import support.settings_walk as walk
-from pyspark_kafka_upgrade.run.command import (
+from pyspark_kafka_upgrade._application.run.run_command import (
     RunRequest,
     run_pipeline,
 )
@@ -39,5 +39,5 @@ def test_a_run_visits_each_module_with_the_settings_at_most_three_times(
     assert summary.batches, "the run committed nothing, so the walk proves little"
     module, count = walk.most_visited(calls)
     print(f"settings walk ({len(walk.visits(calls))} visits): {walk.describe(calls)}")
-    assert "run.command" in calls, "the tracer missed the run itself"
+    assert "_application.run.run_command" in calls, "the tracer missed the run itself"
     assert count <= MAX_VISITS, f"{module} is visited {count} times: {walk.describe(calls)}"

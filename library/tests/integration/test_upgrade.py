@@ -14,32 +14,32 @@ import pyspark_kafka_upgrade.testing.waiting as waiting
 import support.background_run as background
 import support.pipelines as pipelines
 import support.plans as plans
-from pyspark_kafka_upgrade.ledger.opening import (
+from pyspark_kafka_upgrade._adapters.ledger.opening import (
     open_store,
 )
-from pyspark_kafka_upgrade.model.errors import (
-    PlanAlreadyAppliedError,
+from pyspark_kafka_upgrade._adapters.sink.reader import (
+    read_output,
 )
-from pyspark_kafka_upgrade.model.ledger import (
-    GenerationStatus,
-)
-from pyspark_kafka_upgrade.run.command import (
+from pyspark_kafka_upgrade._application.run.run_command import (
     RunRequest,
     run_pipeline,
 )
-from pyspark_kafka_upgrade.settings import (
-    Settings,
-)
-from pyspark_kafka_upgrade.sink.reader import (
-    read_output,
-)
-from pyspark_kafka_upgrade.upgrade.commands import (
+from pyspark_kafka_upgrade._application.upgrade.commands import (
     APPLY_STEPS,
     apply_command,
     plan_command,
     rollback_command,
 )
-from pyspark_kafka_upgrade.values.layout import (
+from pyspark_kafka_upgrade._core.settings import (
+    Settings,
+)
+from pyspark_kafka_upgrade._domain.records.ledger import (
+    GenerationStatus,
+)
+from pyspark_kafka_upgrade._domain.records.record_errors import (
+    PlanAlreadyAppliedError,
+)
+from pyspark_kafka_upgrade._domain.values.layout import (
     GenerationLayout,
 )
 

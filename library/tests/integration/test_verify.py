@@ -36,19 +36,19 @@ import pytest
 from pyspark.sql import SparkSession
 
 from pyspark_kafka_upgrade import cli
-from pyspark_kafka_upgrade.example.pipeline import PROJECT
-from pyspark_kafka_upgrade.ledger.opening import open_store
-from pyspark_kafka_upgrade.model.damage import Damage, DamagedFile, Part
-from pyspark_kafka_upgrade.model.plan import UpgradePlan
-from pyspark_kafka_upgrade.model.verification import PairState, Status, VerifyReport
-from pyspark_kafka_upgrade.reconcile.render import render_report
-from pyspark_kafka_upgrade.run.command import RunRequest, run_pipeline
-from pyspark_kafka_upgrade.settings import Settings
+from pyspark_kafka_upgrade._adapters.ledger.opening import open_store
+from pyspark_kafka_upgrade._application.run.run_command import RunRequest, run_pipeline
+from pyspark_kafka_upgrade._application.verify import VerifyRange, verify_pipeline
+from pyspark_kafka_upgrade._core.reconciliation.verify_words import render_report
+from pyspark_kafka_upgrade._core.settings import Settings
+from pyspark_kafka_upgrade._domain.records.damage import Damage, DamagedFile, Part
+from pyspark_kafka_upgrade._domain.records.plan import UpgradePlan
+from pyspark_kafka_upgrade._domain.records.verification import PairState, Status, VerifyReport
+from pyspark_kafka_upgrade._domain.values.layout import GenerationLayout
+from pyspark_kafka_upgrade._example.pipeline import PROJECT
 from pyspark_kafka_upgrade.testing import kafka_backends as kafka
 from pyspark_kafka_upgrade.testing.kafka_backends import KafkaBackend
 from pyspark_kafka_upgrade.testing.proof import ProofReport, prove_upgrade
-from pyspark_kafka_upgrade.values.layout import GenerationLayout
-from pyspark_kafka_upgrade.verify.command import VerifyRange, verify_pipeline
 from support.permissions import unprivileged, unreadable
 
 pytestmark = pytest.mark.integration
@@ -447,7 +447,7 @@ def _unprivileged_cli(
     settings: Settings, cwd: Path, *command: str
 ) -> subprocess.CompletedProcess[str]:
     """The example's CLI in a subprocess that file permissions apply to, even as root."""
-    argv = [sys.executable, "-m", "pyspark_kafka_upgrade.example", *_sets(settings), *command]
+    argv = [sys.executable, "-m", "pyspark_kafka_upgrade._example", *_sets(settings), *command]
     return subprocess.run(
         unprivileged(argv),
         cwd=cwd,  # no ./pipeline.toml there
@@ -574,8 +574,8 @@ def _naive_restart(spark: SparkSession):  # type: ignore[no-untyped-def]
     calls = []
 
     def run(overrides: list[str]) -> int:
-        from pyspark_kafka_upgrade.errors import PipelineError
-        from pyspark_kafka_upgrade.settings import load_settings
+        from pyspark_kafka_upgrade._core.settings import load_settings
+        from pyspark_kafka_upgrade._domain.errors import PipelineError
 
         calls.append(overrides)
         settings = load_settings(PROJECT, env={}, overrides=overrides).settings

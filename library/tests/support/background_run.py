@@ -9,12 +9,12 @@ from dataclasses import dataclass, field
 
 from pyspark.sql import SparkSession
 
-from pyspark_kafka_upgrade.run.command import (
+from pyspark_kafka_upgrade._application.run.run_command import (
     RunRequest,
     RunSummary,
     run_pipeline,
 )
-from pyspark_kafka_upgrade.settings import (
+from pyspark_kafka_upgrade._core.settings import (
     Settings,
 )
 

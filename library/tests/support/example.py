@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from pyspark_kafka_upgrade import cli
-from pyspark_kafka_upgrade.example.pipeline import PROJECT
+from pyspark_kafka_upgrade._example.pipeline import PROJECT
 
 PROG = PROJECT.command
 # What `python -m` runs: the reference pipeline's CLI, as a project's console script.
-MODULE = "pyspark_kafka_upgrade.example"
+MODULE = "pyspark_kafka_upgrade._example"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

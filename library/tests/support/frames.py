@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
-from pyspark_kafka_upgrade.spark import aggregation
-from pyspark_kafka_upgrade.values.validation import MetricSpec, WindowSpec
+from pyspark_kafka_upgrade._adapters.spark import aggregation
+from pyspark_kafka_upgrade._domain.values.validation import MetricSpec, WindowSpec
 
 
 def windowed_aggregates(

@@ -12,9 +12,7 @@ import signal
 import sys
 from typing import Any
 
-from pyspark_kafka_upgrade.upgrade import (
-    commands as upgrade,
-)
+from pyspark_kafka_upgrade._application.upgrade import commands as upgrade
 from support.example import main
 
 

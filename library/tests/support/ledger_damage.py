@@ -16,7 +16,7 @@ from contextlib import closing
 from pathlib import Path
 
 import support.offset_stores as stores
-from pyspark_kafka_upgrade.settings import (
+from pyspark_kafka_upgrade._core.settings import (
     LedgerSettings,
 )
 

@@ -12,20 +12,20 @@ import importlib.util
 from collections.abc import Callable
 from typing import Any
 
-from pyspark_kafka_upgrade.model.ledger import (
+from pyspark_kafka_upgrade._domain.records.ledger import (
     BatchRecord,
     GenerationRecord,
     GenerationStatus,
     LedgerGap,
 )
-from pyspark_kafka_upgrade.model.store import (
+from pyspark_kafka_upgrade._domain.records.store import (
     OffsetStore,
 )
-from pyspark_kafka_upgrade.values.catalog import (
+from pyspark_kafka_upgrade._domain.values.catalog import (
     STORES,
 )
 
-LEDGER_PACKAGE = "pyspark_kafka_upgrade.ledger"
+LEDGER_PACKAGE = "pyspark_kafka_upgrade._adapters.ledger"
 # Every store: the library's suite installs every extra, and must test them all.
 STORE_KINDS = list(STORES)
 

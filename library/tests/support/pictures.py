@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 
-from pyspark_kafka_upgrade.model.history import BatchFacts
-from pyspark_kafka_upgrade.model.plan import PartitionRestart, UpgradePlan
-from pyspark_kafka_upgrade.model.replay_filter import ReplayFilter
-from pyspark_kafka_upgrade.model.restart import RestartKind
-from pyspark_kafka_upgrade.model.scans import WaitingScan
+from pyspark_kafka_upgrade._domain.records.history import BatchFacts
+from pyspark_kafka_upgrade._domain.records.plan import PartitionRestart, UpgradePlan
+from pyspark_kafka_upgrade._domain.records.replay_filter import ReplayFilter
+from pyspark_kafka_upgrade._domain.records.restart import RestartKind
+from pyspark_kafka_upgrade._domain.records.scans import WaitingScan
 from support.plans import sample_plan
 
 MINUTE = 60_000

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pyspark_kafka_upgrade.testing.kafka_backends as kafka
 import pyspark_kafka_upgrade.testing.spark
-from pyspark_kafka_upgrade.example.pipeline import PROJECT
-from pyspark_kafka_upgrade.settings import (
+from pyspark_kafka_upgrade._core.settings import (
     Settings,
     load_settings,
 )
+from pyspark_kafka_upgrade._example.pipeline import PROJECT
 from pyspark_kafka_upgrade.testing import ledgers
 
 BASE_MS = 1_763_805_600_000  # 2025-11-22T10:00:00Z: old enough to be "late" if mishandled

@@ -5,22 +5,22 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pyspark_kafka_upgrade.model.advice import Advice, Verdict
-from pyspark_kafka_upgrade.model.plan import (
+from pyspark_kafka_upgrade._domain.records.advice import Advice, Verdict
+from pyspark_kafka_upgrade._domain.records.plan import (
     PartitionRestart,
     UpgradePlan,
 )
-from pyspark_kafka_upgrade.model.replay_filter import (
+from pyspark_kafka_upgrade._domain.records.replay_filter import (
     ReplayFilter,
 )
-from pyspark_kafka_upgrade.model.restart import RestartKind
-from pyspark_kafka_upgrade.model.signature import (
+from pyspark_kafka_upgrade._domain.records.restart import RestartKind
+from pyspark_kafka_upgrade._domain.records.signature import (
     Aggregate,
     Column,
     PipelineSignature,
     SourceSignature,
 )
-from pyspark_kafka_upgrade.values.validation import (
+from pyspark_kafka_upgrade._domain.values.validation import (
     WindowSpec,
 )
 

@@ -17,7 +17,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming.query import StreamingQuery
 
-from pyspark_kafka_upgrade.kafka.pykafka import (
+from pyspark_kafka_upgrade._adapters.kafka.pykafka import (
     PyKafkaDataSource,
 )
 from pyspark_kafka_upgrade.testing.kafka_backends import Headers, Record

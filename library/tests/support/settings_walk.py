@@ -16,9 +16,7 @@ from contextlib import contextmanager
 from types import FrameType
 from typing import Any
 
-from pyspark_kafka_upgrade import (
-    settings as settings_module,
-)
+from pyspark_kafka_upgrade._core import settings as settings_module
 
 PACKAGE = settings_module.__name__.partition(".")[0]
 SETTINGS_TYPES = tuple(

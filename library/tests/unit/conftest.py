@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 
 import pyspark_kafka_upgrade.testing.fake_world as fake
-from pyspark_kafka_upgrade.model.scans import Record, ScanRange
-from pyspark_kafka_upgrade.query.event_parser import EventParser
-from pyspark_kafka_upgrade.upgrade import event_scan
-from pyspark_kafka_upgrade.upgrade import gather as gathering
-from pyspark_kafka_upgrade.upgrade.event_scan import EventSource
+from pyspark_kafka_upgrade._application.upgrade import event_scan
+from pyspark_kafka_upgrade._application.upgrade import gather as gathering
+from pyspark_kafka_upgrade._application.upgrade.event_scan import EventSource
+from pyspark_kafka_upgrade._core.query.event_parser import EventParser
+from pyspark_kafka_upgrade._domain.records.scans import Record, ScanRange
 
 
 @pytest.fixture

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from pyspark_kafka_upgrade.model.advice import Verdict
-from pyspark_kafka_upgrade.model.signature import max_watermark_delay_ms, with_history
-from pyspark_kafka_upgrade.planner.advisor import advise
+from pyspark_kafka_upgrade._core.planner.advisor import advise
+from pyspark_kafka_upgrade._domain.records.advice import Verdict
+from pyspark_kafka_upgrade._domain.records.signature import max_watermark_delay_ms, with_history
 
 SIGNATURE: dict[str, Any] = {
     "sources": [{"kind": "kafka", "connector": "python", "topics": ["page-views"]}],

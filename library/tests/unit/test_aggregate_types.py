@@ -23,13 +23,16 @@ import pytest
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 
-from pyspark_kafka_upgrade.example.events import EVENTS
-from pyspark_kafka_upgrade.example.pipeline import PROJECT
-from pyspark_kafka_upgrade.kafka.schema import (
+from pyspark_kafka_upgrade._adapters.kafka.schema import (
     spark_schema,
 )
-from pyspark_kafka_upgrade.query import aggregate_types
-from pyspark_kafka_upgrade.query.aggregate_types import (
+from pyspark_kafka_upgrade._adapters.spark import aggregation, parsing
+from pyspark_kafka_upgrade._adapters.spark.parsing import (
+    parse_events,
+    valid_events,
+)
+from pyspark_kafka_upgrade._core.query import aggregate_types
+from pyspark_kafka_upgrade._core.query.aggregate_types import (
     AGGREGATE_TYPES,
     INPUT_TYPES,
     AmbiguousColumnError,
@@ -37,24 +40,21 @@ from pyspark_kafka_upgrade.query.aggregate_types import (
     event_columns,
     output_schema,
 )
-from pyspark_kafka_upgrade.query.columns import (
+from pyspark_kafka_upgrade._core.query.columns import (
     KAFKA_COLUMNS,
     TimeSource,
 )
-from pyspark_kafka_upgrade.settings import (
+from pyspark_kafka_upgrade._core.settings import (
     load_settings,
 )
-from pyspark_kafka_upgrade.spark import aggregation, parsing
-from pyspark_kafka_upgrade.spark.parsing import (
-    parse_events,
-    valid_events,
-)
-from pyspark_kafka_upgrade.values.project import EventField, EventType
-from pyspark_kafka_upgrade.values.validation import (
+from pyspark_kafka_upgrade._domain.values.project import EventField, EventType
+from pyspark_kafka_upgrade._domain.values.validation import (
     METRIC_FUNCTIONS,
     InvalidValueError,
     MetricSpec,
 )
+from pyspark_kafka_upgrade._example.events import EVENTS
+from pyspark_kafka_upgrade._example.pipeline import PROJECT
 from support.frames import aggregate_schema
 
 # Every type parse_events supports, so a type added there is covered here without an edit.
@@ -519,9 +519,9 @@ def test_output_schema_starts_no_jvm() -> None:
     code = textwrap.dedent(
         """
         from pyspark import SparkContext
-        from pyspark_kafka_upgrade.example.events import EVENTS
-        from pyspark_kafka_upgrade.query.aggregate_types import output_schema
-        from pyspark_kafka_upgrade.values.validation import MetricSpec
+        from pyspark_kafka_upgrade._example.events import EVENTS
+        from pyspark_kafka_upgrade._core.query.aggregate_types import output_schema
+        from pyspark_kafka_upgrade._domain.values.validation import MetricSpec
 
         print(output_schema(EVENTS, time_source="payload", time_field="event_time",
                             keys=["article_id"], metrics=[MetricSpec("views", "count", "*")]))

@@ -14,18 +14,18 @@ from pathlib import Path
 import pytest
 
 import support.offset_stores as offset_stores
-from pyspark_kafka_upgrade.formats.errors import (
-    NotACheckpointError,
+from pyspark_kafka_upgrade._adapters.ledger.sqlite_store import (
+    SqliteOffsetStore,
 )
-from pyspark_kafka_upgrade.inspect.report import (
+from pyspark_kafka_upgrade._application.checkpoint_show.report import (
     Verdict,
     inspect_checkpoint,
     render_report,
 )
-from pyspark_kafka_upgrade.ledger.sqlite_store import (
-    SqliteOffsetStore,
+from pyspark_kafka_upgrade._core.formats.format_errors import (
+    NotACheckpointError,
 )
-from pyspark_kafka_upgrade.model.ledger import (
+from pyspark_kafka_upgrade._domain.records.ledger import (
     BatchRecord,
 )
 

@@ -20,21 +20,21 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming.listener import StreamingQueryProgress
 
 import pyspark_kafka_upgrade.testing.waiting as waiting
-from pyspark_kafka_upgrade.checkpoint.reader import read_checkpoint
-from pyspark_kafka_upgrade.errors import (
-    PipelineError,
+from pyspark_kafka_upgrade._adapters.checkpoint.reader import read_checkpoint
+from pyspark_kafka_upgrade._adapters.sink.log import read_sink_log
+from pyspark_kafka_upgrade._adapters.storage.filesystem import (
+    open_location,
 )
-from pyspark_kafka_upgrade.formats.errors import (
+from pyspark_kafka_upgrade._core.formats.format_errors import (
     CorruptCheckpointError,
     NotACheckpointError,
     UnsupportedLogVersionError,
 )
-from pyspark_kafka_upgrade.formats.offset_log import (
+from pyspark_kafka_upgrade._core.formats.offset_log import (
     SourceOffset,
 )
-from pyspark_kafka_upgrade.sink.log import read_sink_log
-from pyspark_kafka_upgrade.storage.filesystem import (
-    open_location,
+from pyspark_kafka_upgrade._domain.errors import (
+    PipelineError,
 )
 
 QUERY_ID = "8a1f3c52-6f0e-4d3b-9a57-0c2b1e4d5f60"

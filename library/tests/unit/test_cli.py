@@ -6,19 +6,17 @@ from typing import Any
 
 import pytest
 
-from pyspark_kafka_upgrade.cli import build_parser, console
-from pyspark_kafka_upgrade.config import command as configuration
-from pyspark_kafka_upgrade.example.pipeline import PROJECT
-from pyspark_kafka_upgrade.inspect import command as checkpoint_command
-from pyspark_kafka_upgrade.model.verification import Status
-from pyspark_kafka_upgrade.settings import (
+from pyspark_kafka_upgrade._application import config_show as configuration
+from pyspark_kafka_upgrade._application import verify as verify_command
+from pyspark_kafka_upgrade._application.checkpoint_show import show as checkpoint_command
+from pyspark_kafka_upgrade._application.upgrade import commands as upgrade_commands
+from pyspark_kafka_upgrade._core.settings import (
     Settings,
 )
-from pyspark_kafka_upgrade.upgrade import (
-    commands as upgrade_commands,
-)
-from pyspark_kafka_upgrade.values.outcome import Outcome
-from pyspark_kafka_upgrade.verify import command as verify_command
+from pyspark_kafka_upgrade._domain.records.verification import Status
+from pyspark_kafka_upgrade._domain.values.outcome import Outcome
+from pyspark_kafka_upgrade._example.pipeline import PROJECT
+from pyspark_kafka_upgrade.cli import build_parser, console
 from support.example import PROG, main
 
 

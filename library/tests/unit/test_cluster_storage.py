@@ -8,16 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from pyspark_kafka_upgrade.example.pipeline import PROJECT
-from pyspark_kafka_upgrade.settings import (
-    Settings,
-    load_settings,
-)
-from pyspark_kafka_upgrade.spark.cluster_storage import (
+from pyspark_kafka_upgrade._adapters.spark.cluster_storage import (
     ClusterStorageError,
     check_storage_reaches,
     shares_this_disk,
 )
+from pyspark_kafka_upgrade._core.settings import (
+    Settings,
+    load_settings,
+)
+from pyspark_kafka_upgrade._example.pipeline import PROJECT
 from support.example import MODULE
 
 SHARED = [

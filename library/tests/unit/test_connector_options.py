@@ -6,15 +6,15 @@ from typing import Any
 
 import pytest
 
-from pyspark_kafka_upgrade.errors import (
-    ConfigError,
-)
-from pyspark_kafka_upgrade.kafka.connector import (
+from pyspark_kafka_upgrade._adapters.kafka.connector import (
     kafka_read_options,
     source_format,
 )
-from pyspark_kafka_upgrade.settings import (
+from pyspark_kafka_upgrade._core.settings import (
     KafkaSettings,
+)
+from pyspark_kafka_upgrade._domain.errors import (
+    ConfigError,
 )
 
 BASE_OPTIONS = {

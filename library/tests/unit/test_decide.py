@@ -11,23 +11,23 @@ from pathlib import Path
 import pytest
 
 import pyspark_kafka_upgrade.testing.fake_world as fake
-from pyspark_kafka_upgrade.model.advice import Verdict
-from pyspark_kafka_upgrade.model.ledger import (
-    GenerationRecord,
-)
-from pyspark_kafka_upgrade.model.replay_filter import (
-    ReplayFilter,
-)
-from pyspark_kafka_upgrade.model.restart import RestartKind
-from pyspark_kafka_upgrade.planner.decide import (
+from pyspark_kafka_upgrade._core.planner.decide import (
     advise_upgrade,
     batch_level,
     decide,
     scan_request,
 )
-from pyspark_kafka_upgrade.planner.retention import (
+from pyspark_kafka_upgrade._core.planner.retention import (
     OffsetsOutOfRetentionError,
 )
+from pyspark_kafka_upgrade._domain.records.advice import Verdict
+from pyspark_kafka_upgrade._domain.records.ledger import (
+    GenerationRecord,
+)
+from pyspark_kafka_upgrade._domain.records.replay_filter import (
+    ReplayFilter,
+)
+from pyspark_kafka_upgrade._domain.records.restart import RestartKind
 
 
 def test_each_partition_restarts_at_its_first_record_that_can_reach_an_open_window(

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from pyspark_kafka_upgrade.example.pipeline import PROJECT
+from pyspark_kafka_upgrade._example.pipeline import PROJECT
 from pyspark_kafka_upgrade.testing.docs import (
     DocumentedCommand,
     documented_commands,
@@ -28,7 +28,7 @@ DOCS = [
 ]
 COMMANDS = documented_commands(
     [doc for doc in DOCS if doc.is_file()],
-    {PROJECT.command, "pyspark_kafka_upgrade.example"},
+    {PROJECT.command, "pyspark_kafka_upgrade._example"},
     TEMPLATE,
 )
 

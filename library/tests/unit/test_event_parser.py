@@ -34,28 +34,28 @@ from hypothesis import strategies as st
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from pyspark_kafka_upgrade.example.events import EVENTS as PAGE_VIEW_EVENTS
-from pyspark_kafka_upgrade.kafka.schema import (
+from pyspark_kafka_upgrade._adapters.kafka.schema import (
     spark_schema,
 )
-from pyspark_kafka_upgrade.model.scans import UNSURE, Unsure
-from pyspark_kafka_upgrade.query.columns import (
+from pyspark_kafka_upgrade._adapters.spark.parsing import (
+    parse_events,
+)
+from pyspark_kafka_upgrade._core.query.columns import (
     EVENT_TIME,
     MALFORMED_REASON,
 )
-from pyspark_kafka_upgrade.query.event_parser import (
+from pyspark_kafka_upgrade._core.query.event_parser import (
     EventParser,
     ParsedRecord,
     parser_digest,
     spark_version,
 )
-from pyspark_kafka_upgrade.spark.parsing import (
-    parse_events,
-)
-from pyspark_kafka_upgrade.values.project import EventField, EventType
-from pyspark_kafka_upgrade.values.validation import (
+from pyspark_kafka_upgrade._domain.records.scans import UNSURE, Unsure
+from pyspark_kafka_upgrade._domain.values.project import EventField, EventType
+from pyspark_kafka_upgrade._domain.values.validation import (
     InvalidValueError,
 )
+from pyspark_kafka_upgrade._example.events import EVENTS as PAGE_VIEW_EVENTS
 
 LIMIT = 262_144
 # Hypothesis examples per generated corpus: 1-10 records each, all checked in one Spark job.

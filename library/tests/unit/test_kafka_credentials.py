@@ -9,12 +9,12 @@ from typing import Any
 import pytest
 
 from pyspark_kafka_upgrade import cli
-from pyspark_kafka_upgrade.errors import ConfigError
-from pyspark_kafka_upgrade.example.pipeline import PROJECT
-from pyspark_kafka_upgrade.kafka.connector import kafka_read_options, kafka_source_options
-from pyspark_kafka_upgrade.kafka.credentials import CredentialsError, login_options
-from pyspark_kafka_upgrade.settings import KafkaSettings, load_settings
-from pyspark_kafka_upgrade.values.validation import InvalidValueError
+from pyspark_kafka_upgrade._adapters.kafka.connector import kafka_read_options, kafka_source_options
+from pyspark_kafka_upgrade._adapters.kafka.credentials import CredentialsError, login_options
+from pyspark_kafka_upgrade._core.settings import KafkaSettings, load_settings
+from pyspark_kafka_upgrade._domain.errors import ConfigError
+from pyspark_kafka_upgrade._domain.values.validation import InvalidValueError
+from pyspark_kafka_upgrade._example.pipeline import PROJECT
 
 SECRET = 's3cr3t-"quoted"-\\-value'
 # The same, as a JAAS line quotes it: a backslash before each quote and each backslash.

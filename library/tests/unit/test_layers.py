@@ -1,10 +1,10 @@
 """The package's layers, enforced: the import-linter contracts in pyproject.toml hold.
 
-A layer is one folder or more (``run``, ``planner``, ``values``...), so a module's layer
-is where it lives. The pure core (``planner``, ``reconcile``, ``query``, ``settings``,
-``formats``, ``model``, ``values``) must stay importable without the machinery around it:
-it imports only the standard library, and importing all of it loads neither pyspark nor
-py4j.
+A layer is a folder (``_application``, ``_adapters``, ``_core``, ``_domain``), so a module's
+path says its layer, and the parts inside a layer folder are ordered or independent by their
+own contracts. The pure core and the domain (``_core``, ``_domain``) must stay importable
+without the machinery around it: they import only the standard library, and importing all of
+them loads neither pyspark nor py4j.
 """
 
 from __future__ import annotations
@@ -31,10 +31,17 @@ CONTRACTS = tomllib.loads(PYPROJECT.read_text(encoding="utf-8"))["tool"]["import
 ]
 
 
-def _layered_names() -> set[str]:
-    [contract] = [c for c in CONTRACTS if c.get("containers") == [PACKAGE]]
-    layers: list[str] = contract["layers"]
-    return {name.strip() for layer in layers for name in re.split(r"[|:]", layer)}
+def _layered_names(container: str) -> set[str]:
+    """The parts of ``container`` its contracts place: by layer, or as independent modules."""
+    names: set[str] = set()
+    for contract in CONTRACTS:
+        if contract.get("containers") == [container]:
+            names |= {n.strip() for layer in contract["layers"] for n in re.split(r"[|:]", layer)}
+        for module in contract.get("modules", []) if contract["type"] == "independence" else []:
+            parent, _, name = module.rpartition(".")
+            if parent == container:
+                names.add(name)
+    return names
 
 
 def test_the_import_contracts_hold() -> None:
@@ -57,11 +64,16 @@ def _with_this_path() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
 
 
-def test_every_package_and_module_has_a_layer() -> None:
-    listed = _layered_names()
+LAYER_FOLDERS = ("_application", "_adapters", "_core", "_domain")
+
+
+@pytest.mark.parametrize("folder", ["", *LAYER_FOLDERS])
+def test_every_package_and_module_has_a_layer(folder: str) -> None:
+    container = ".".join(filter(None, (PACKAGE, folder)))
+    listed = _layered_names(container)
     present = {
         path.stem if path.is_file() else path.name
-        for path in PACKAGE_DIR.iterdir()
+        for path in (PACKAGE_DIR / folder).iterdir()
         if (path.suffix == ".py" and path.stem != "__init__")
         or (path.is_dir() and (path / "__init__.py").is_file())
     }
@@ -85,17 +97,7 @@ def _third_party_imports(path: Path) -> list[str]:
     return found
 
 
-PURE_CORE = (
-    "planner",
-    "reconcile",
-    "picture",
-    "query",
-    "settings",
-    "formats",
-    "model",
-    "values",
-    "errors",
-)
+PURE_CORE = ("_core", "_domain")
 
 
 def _pure_core_paths() -> list[Path]:
@@ -144,13 +146,39 @@ def test_importing_the_whole_pure_core_loads_no_spark() -> None:
     ("module", "line", "broken"),
     [
         # two adapters, which must stay independent of each other
-        ("kafka/__init__.py", "from pyspark_kafka_upgrade.ledger import opening", "Layers"),
+        (
+            "_adapters/kafka/__init__.py",
+            "from pyspark_kafka_upgrade._adapters.ledger import opening",
+            "Adapters",
+        ),
+        # the domain reaching up for a use case
+        (
+            "_domain/values/clock.py",
+            "from pyspark_kafka_upgrade._application import verify",
+            "Layers",
+        ),
+        # two parts of the pure core, which must stay independent of each other
+        (
+            "_core/formats/sink_log.py",
+            "from pyspark_kafka_upgrade._core.planner import decide",
+            "independent",
+        ),
         # a cycle inside the planner
-        ("planner/windows_probe.py", "from pyspark_kafka_upgrade.planner import decide", None),
+        (
+            "_core/planner/windows_probe.py",
+            "from pyspark_kafka_upgrade._core.planner import decide",
+            None,
+        ),
         # the pure core reaching for Spark
-        ("query/spark_probe.py", "import pyspark.sql", "imports no Spark"),
+        ("_core/query/spark_probe.py", "import pyspark.sql", "imports no Spark"),
     ],
-    ids=["sibling-adapters", "planner-cycle", "core-imports-spark"],
+    ids=[
+        "sibling-adapters",
+        "domain-imports-use-case",
+        "core-parts",
+        "planner-cycle",
+        "core-imports-spark",
+    ],
 )
 def test_the_contracts_fail_on_a_forbidden_import(
     tmp_path: Path, module: str, line: str, broken: str | None
@@ -161,14 +189,17 @@ def test_the_contracts_fail_on_a_forbidden_import(
     target = copy / module
     if broken is None:
         # A cycle needs both directions: decide imports the probe, the probe imports decide.
-        (copy / "planner" / "decide.py").write_text(
-            (copy / "planner" / "decide.py").read_text()
-            + "\nfrom pyspark_kafka_upgrade.planner import windows_probe  # noqa\n"
+        decide = copy / "_core" / "planner" / "decide.py"
+        decide.write_text(
+            decide.read_text()
+            + "\nfrom pyspark_kafka_upgrade._core.planner import windows_probe  # noqa\n"
         )
     previous = target.read_text() if target.exists() else ""
     target.write_text(previous + f"\n{line}  # noqa\n")
     contract = {
-        "Layers": "Layers: entry > use cases",
+        "Layers": "Layers: testing > example > cli",
+        "Adapters": "Adapters: one outside system each",
+        "independent": "The pure core's parts are independent",
         "imports no Spark": "The pure core imports no Spark",
         None: "No import cycles between siblings",
     }[broken]

@@ -7,8 +7,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from pyspark_kafka_upgrade.model.errors import InconsistentInputsError
-from pyspark_kafka_upgrade.model.history import BatchFacts, ledger_facts
+from pyspark_kafka_upgrade._domain.records.history import BatchFacts, ledger_facts
+from pyspark_kafka_upgrade._domain.records.record_errors import InconsistentInputsError
 from support.offset_stores import make_batch
 
 

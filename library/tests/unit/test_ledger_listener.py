@@ -9,15 +9,15 @@ from typing import Any
 
 import pytest
 
-from pyspark_kafka_upgrade.model.ledger import (
-    BatchRecord,
-    LedgerGap,
-)
-from pyspark_kafka_upgrade.spark.listener import (
+from pyspark_kafka_upgrade._adapters.spark.listener import (
     BatchMetricNames,
     LedgerListener,
     ProgressError,
     batch_record_from_progress,
+)
+from pyspark_kafka_upgrade._domain.records.ledger import (
+    BatchRecord,
+    LedgerGap,
 )
 
 METRICS = BatchMetricNames("m", "rows", "bad", "min_us", "max_us")

@@ -13,9 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from pyspark_kafka_upgrade.spark import (
-    maven,
-)
+from pyspark_kafka_upgrade._adapters.spark import maven
 
 COORDINATES = ["org.example:thing_2.13:1.2.3"]
 

@@ -1,6 +1,6 @@
 import pytest
 
-from pyspark_kafka_upgrade.values.offsets import (
+from pyspark_kafka_upgrade._domain.values.offsets import (
     InvalidOffsetsError,
     flatten,
     format_offsets,

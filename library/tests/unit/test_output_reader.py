@@ -19,18 +19,8 @@ from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from pyspark_kafka_upgrade.example.pipeline import PROJECT
-from pyspark_kafka_upgrade.model.damage import Damage, DamagedFile, FileReadFailure, Part
-from pyspark_kafka_upgrade.output.command import (
-    InvalidLimitError,
-    show_output,
-)
-from pyspark_kafka_upgrade.settings import (
-    Settings,
-    load_settings,
-)
-from pyspark_kafka_upgrade.sink.integrity import IntegrityError
-from pyspark_kafka_upgrade.sink.reader import (
+from pyspark_kafka_upgrade._adapters.sink.integrity import IntegrityError
+from pyspark_kafka_upgrade._adapters.sink.reader import (
     GenerationOutput,
     IncompatibleGenerationsError,
     NoOutputError,
@@ -41,9 +31,19 @@ from pyspark_kafka_upgrade.sink.reader import (
     read_around_damage,
     read_output,
 )
-from pyspark_kafka_upgrade.values.layout import (
+from pyspark_kafka_upgrade._application.output_show import (
+    InvalidLimitError,
+    show_output,
+)
+from pyspark_kafka_upgrade._core.settings import (
+    Settings,
+    load_settings,
+)
+from pyspark_kafka_upgrade._domain.records.damage import Damage, DamagedFile, FileReadFailure, Part
+from pyspark_kafka_upgrade._domain.values.layout import (
     GenerationLayout,
 )
+from pyspark_kafka_upgrade._example.pipeline import PROJECT
 
 QUERY_TIMEOUT_S = 60
 V1 = "window_start TIMESTAMP, window_end TIMESTAMP, article_id STRING, views BIGINT"

@@ -9,19 +9,19 @@ from itertools import combinations, pairwise
 
 import pytest
 
-from pyspark_kafka_upgrade.model.history import BatchFacts
-from pyspark_kafka_upgrade.model.plan import PartitionRestart, UpgradePlan
-from pyspark_kafka_upgrade.model.replay_filter import ReplayFilter
-from pyspark_kafka_upgrade.model.restart import RestartKind
-from pyspark_kafka_upgrade.model.scans import WaitingScan
-from pyspark_kafka_upgrade.picture.layout import (
+from pyspark_kafka_upgrade._core.picture.layout import (
     MAX_BOXES,
     PANELS_SUMMARISED,
     PlanPicture,
     plan_picture,
 )
-from pyspark_kafka_upgrade.picture.placement import Rect, Scale, Spot, Wanted, place
-from pyspark_kafka_upgrade.values.words import watermark_text
+from pyspark_kafka_upgrade._core.picture.placement import Rect, Scale, Spot, Wanted, place
+from pyspark_kafka_upgrade._domain.records.history import BatchFacts
+from pyspark_kafka_upgrade._domain.records.plan import PartitionRestart, UpgradePlan
+from pyspark_kafka_upgrade._domain.records.replay_filter import ReplayFilter
+from pyspark_kafka_upgrade._domain.records.restart import RestartKind
+from pyspark_kafka_upgrade._domain.records.scans import WaitingScan
+from pyspark_kafka_upgrade._domain.values.words import watermark_text
 from support.pictures import (
     BATCHES,
     CROWDED_PLANS,

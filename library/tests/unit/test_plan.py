@@ -12,29 +12,29 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import support.plans as plan_documents
-from pyspark_kafka_upgrade.model.advice import Advice, Change, Verdict
-from pyspark_kafka_upgrade.model.errors import (
-    PlanFormatError,
-    PlanFormatVersionError,
-)
-from pyspark_kafka_upgrade.model.plan import (
+from pyspark_kafka_upgrade._domain.records.advice import Advice, Change, Verdict
+from pyspark_kafka_upgrade._domain.records.plan import (
     FORMAT_VERSION,
     PartitionRestart,
     ReplayScan,
     UpgradePlan,
 )
-from pyspark_kafka_upgrade.model.replay_filter import (
+from pyspark_kafka_upgrade._domain.records.record_errors import (
+    PlanFormatError,
+    PlanFormatVersionError,
+)
+from pyspark_kafka_upgrade._domain.records.replay_filter import (
     ReplayFilter,
 )
-from pyspark_kafka_upgrade.model.restart import RestartKind
-from pyspark_kafka_upgrade.model.scans import WaitingScan
-from pyspark_kafka_upgrade.model.signature import (
+from pyspark_kafka_upgrade._domain.records.restart import RestartKind
+from pyspark_kafka_upgrade._domain.records.scans import WaitingScan
+from pyspark_kafka_upgrade._domain.records.signature import (
     Aggregate,
     Column,
     PipelineSignature,
     SourceSignature,
 )
-from pyspark_kafka_upgrade.values.validation import (
+from pyspark_kafka_upgrade._domain.values.validation import (
     WindowSpec,
 )
 

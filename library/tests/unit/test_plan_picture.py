@@ -15,19 +15,19 @@ import pytest
 from PIL import Image
 
 import pyspark_kafka_upgrade.testing.fake_world as fake
-from pyspark_kafka_upgrade.model.plan import PartitionRestart, UpgradePlan
-from pyspark_kafka_upgrade.model.replay_filter import ReplayFilter
-from pyspark_kafka_upgrade.model.restart import RestartKind
-from pyspark_kafka_upgrade.picture.layout import plan_picture
-from pyspark_kafka_upgrade.picture.placement import PANEL_POINTS
-from pyspark_kafka_upgrade.plot.render import (
+from pyspark_kafka_upgrade._adapters.plot.matplotlib_draw import (
     PlotFileError,
     PlotUnavailableError,
     check_plot_path,
     draw_figure,
     write_picture,
 )
-from pyspark_kafka_upgrade.upgrade import picture as upgrade_picture
+from pyspark_kafka_upgrade._application.upgrade import picture as upgrade_picture
+from pyspark_kafka_upgrade._core.picture.layout import plan_picture
+from pyspark_kafka_upgrade._core.picture.placement import PANEL_POINTS
+from pyspark_kafka_upgrade._domain.records.plan import PartitionRestart, UpgradePlan
+from pyspark_kafka_upgrade._domain.records.replay_filter import ReplayFilter
+from pyspark_kafka_upgrade._domain.records.restart import RestartKind
 from support.example import main
 from support.pictures import (
     BATCHES,

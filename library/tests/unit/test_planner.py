@@ -8,48 +8,48 @@ from datetime import UTC, datetime
 
 import pytest
 
-from pyspark_kafka_upgrade.errors import (
+from pyspark_kafka_upgrade._core.planner.late_records import (
+    LateRecords,
+    count_late_records,
+)
+from pyspark_kafka_upgrade._core.planner.restart import plan_restart
+from pyspark_kafka_upgrade._core.planner.retention import (
+    OffsetsOutOfRetentionError,
+    check_retention,
+)
+from pyspark_kafka_upgrade._core.planner.tightening import tighten
+from pyspark_kafka_upgrade._domain.errors import (
     PipelineError,
 )
-from pyspark_kafka_upgrade.model.errors import (
-    InconsistentInputsError,
-    LedgerAheadError,
-    NoCommittedBatchError,
-    PlanningError,
-    UnknownWatermarkError,
-)
-from pyspark_kafka_upgrade.model.history import (
+from pyspark_kafka_upgrade._domain.records.history import (
     EARLIEST,
     BatchFacts,
     CheckpointBatch,
     CheckpointFacts,
     flat_offsets,
 )
-from pyspark_kafka_upgrade.model.replay_filter import (
+from pyspark_kafka_upgrade._domain.records.record_errors import (
+    InconsistentInputsError,
+    LedgerAheadError,
+    NoCommittedBatchError,
+    PlanningError,
+    UnknownWatermarkError,
+)
+from pyspark_kafka_upgrade._domain.records.replay_filter import (
     late_event_threshold_ms,
     replay_filter_bounds,
 )
-from pyspark_kafka_upgrade.model.restart import RestartPlan
-from pyspark_kafka_upgrade.model.scans import Scan
-from pyspark_kafka_upgrade.planner.late_records import (
-    LateRecords,
-    count_late_records,
-)
-from pyspark_kafka_upgrade.planner.restart import plan_restart
-from pyspark_kafka_upgrade.planner.retention import (
-    OffsetsOutOfRetentionError,
-    check_retention,
-)
-from pyspark_kafka_upgrade.planner.tightening import tighten
-from pyspark_kafka_upgrade.values.offsets import (
+from pyspark_kafka_upgrade._domain.records.restart import RestartPlan
+from pyspark_kafka_upgrade._domain.records.scans import Scan
+from pyspark_kafka_upgrade._domain.values.offsets import (
     InvalidOffsetsError,
     PartitionKey,
 )
-from pyspark_kafka_upgrade.values.validation import (
+from pyspark_kafka_upgrade._domain.values.validation import (
     InvalidValueError,
     WindowSpec,
 )
-from pyspark_kafka_upgrade.values.windows import (
+from pyspark_kafka_upgrade._domain.values.windows import (
     earliest_open_event_ms,
 )
 

@@ -44,25 +44,25 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import pyspark_kafka_upgrade.testing.simulator as simulator
-from pyspark_kafka_upgrade.model.history import (
+from pyspark_kafka_upgrade._core.planner.restart import plan_restart
+from pyspark_kafka_upgrade._core.planner.retention import (
+    check_retention,
+)
+from pyspark_kafka_upgrade._core.planner.tightening import tighten
+from pyspark_kafka_upgrade._domain.records.history import (
     BatchFacts,
     CheckpointBatch,
     CheckpointFacts,
 )
-from pyspark_kafka_upgrade.model.restart import RestartPlan
-from pyspark_kafka_upgrade.model.scans import Scan
-from pyspark_kafka_upgrade.planner.restart import plan_restart
-from pyspark_kafka_upgrade.planner.retention import (
-    check_retention,
-)
-from pyspark_kafka_upgrade.planner.tightening import tighten
-from pyspark_kafka_upgrade.values.offsets import (
+from pyspark_kafka_upgrade._domain.records.restart import RestartPlan
+from pyspark_kafka_upgrade._domain.records.scans import Scan
+from pyspark_kafka_upgrade._domain.values.offsets import (
     PartitionKey,
 )
-from pyspark_kafka_upgrade.values.validation import (
+from pyspark_kafka_upgrade._domain.values.validation import (
     WindowSpec,
 )
-from pyspark_kafka_upgrade.values.windows import (
+from pyspark_kafka_upgrade._domain.values.windows import (
     earliest_open_event_ms,
     last_written_window_end_ms,
 )

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from pyspark_kafka_upgrade.spark import progress_bar
+from pyspark_kafka_upgrade._adapters.spark import progress_bar
 from pyspark_kafka_upgrade.testing.waiting import wait_until
 
 

@@ -9,7 +9,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 import pyspark_kafka_upgrade.testing.waiting as waiting
-from pyspark_kafka_upgrade.spark.progress_events import (
+from pyspark_kafka_upgrade._adapters.spark.progress_events import (
     JsonProgressListener,
 )
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from pyspark_kafka_upgrade.run.progress import (
+from pyspark_kafka_upgrade._application.run.progress import (
     progress_line,
     records_behind,
     rows_written,

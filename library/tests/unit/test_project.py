@@ -11,8 +11,8 @@ from typing import cast
 
 import pytest
 
-from pyspark_kafka_upgrade.values.project import EVENT_TYPES, EventField, EventType
-from pyspark_kafka_upgrade.values.validation import InvalidValueError
+from pyspark_kafka_upgrade._domain.values.project import EVENT_TYPES, EventField, EventType
+from pyspark_kafka_upgrade._domain.values.validation import InvalidValueError
 
 USE = "use string, boolean, int, bigint, double, timestamp"
 

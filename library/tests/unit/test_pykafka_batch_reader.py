@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import pytest
 
-from pyspark_kafka_upgrade.kafka.errors import SourceOptionError
-from pyspark_kafka_upgrade.kafka.options import parse_options
-from pyspark_kafka_upgrade.kafka.pykafka import (
+from pyspark_kafka_upgrade._adapters.kafka.kafka_errors import SourceOptionError
+from pyspark_kafka_upgrade._adapters.kafka.options import parse_options
+from pyspark_kafka_upgrade._adapters.kafka.pykafka import (
     PyKafkaBatchReader,
     PyKafkaDataSource,
     PyKafkaStreamReader,
 )
-from pyspark_kafka_upgrade.kafka.ranges import OffsetRange
+from pyspark_kafka_upgrade._adapters.kafka.ranges import OffsetRange
 
 REQUIRED = {"kafka.bootstrap.servers": "broker:9092", "subscribe": "views,clicks"}
 

@@ -4,6 +4,7 @@ including in the project's own modules the query imports."""
 
 from __future__ import annotations
 
+import ast
 import importlib
 import sys
 from collections.abc import Iterator
@@ -11,11 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from pyspark_kafka_upgrade.generation.signature import query_digest
+from pyspark_kafka_upgrade._application.generation import signature
+from pyspark_kafka_upgrade._application.generation.signature import query_digest
 
 QUERY = '''"""The query."""
 
-from pyspark_kafka_upgrade.spark import steps
+from pyspark_kafka_upgrade import steps
 
 from shop import helpers
 from shop.pipeline import PROJECT  # the declaration: not the query's code
@@ -64,6 +66,26 @@ def digest(package: Path, query: str = QUERY, helpers: str = HELPERS) -> str:
 
 def test_the_digest_is_a_fixed_value(shop: Path) -> None:
     assert digest(shop) == DIGEST
+
+
+@pytest.mark.parametrize(
+    ("public", "before_0_7"),
+    [
+        (
+            "from pyspark_kafka_upgrade import steps",
+            "from pyspark_kafka_upgrade.spark import steps",
+        ),
+        (
+            "from pyspark_kafka_upgrade.steps import Recipe",
+            "from pyspark_kafka_upgrade.spark.steps import Recipe",
+        ),
+    ],
+)
+def test_moving_to_the_public_api_keeps_the_recorded_digest(public: str, before_0_7: str) -> None:
+    # DIGEST above was recorded by 0.6 for the query importing from pyspark_kafka_upgrade.spark.
+    assert signature._canonical(ast.parse(public)) == signature._canonical(ast.parse(before_0_7))
+    other = "from pyspark_kafka_upgrade import Project"
+    assert signature._canonical(ast.parse(other)) != signature._canonical(ast.parse(public))
 
 
 def test_comments_docstrings_and_formatting_do_not_change_it(shop: Path) -> None:

@@ -9,8 +9,13 @@ from typing import Any
 
 import pytest
 
-from pyspark_kafka_upgrade.model.damage import Damage, DamagedFile, Part
-from pyspark_kafka_upgrade.model.verification import (
+from pyspark_kafka_upgrade._core.reconciliation.verify_words import (
+    render_report,
+    summary_line,
+    verdict,
+)
+from pyspark_kafka_upgrade._domain.records.damage import Damage, DamagedFile, Part
+from pyspark_kafka_upgrade._domain.records.verification import (
     DeletedRange,
     EventRef,
     PairState,
@@ -19,7 +24,6 @@ from pyspark_kafka_upgrade.model.verification import (
     VerifyReport,
     WindowFinding,
 )
-from pyspark_kafka_upgrade.reconcile.render import render_report, summary_line, verdict
 
 FROM_MS = 1_763_805_600_000  # 2025-11-22T10:00:00Z
 TO_MS = 1_763_809_200_000  # 2025-11-22T11:00:00Z

@@ -14,19 +14,7 @@ from datetime import UTC, datetime
 import pytest
 
 import support.plans as plans
-from pyspark_kafka_upgrade.model.history import BatchFacts, CheckpointBatch
-from pyspark_kafka_upgrade.model.ledger import GenerationStatus
-from pyspark_kafka_upgrade.model.plan import PartitionRestart, UpgradePlan
-from pyspark_kafka_upgrade.model.replay_filter import ReplayFilter
-from pyspark_kafka_upgrade.model.restart import RestartKind
-from pyspark_kafka_upgrade.model.signature import (
-    Aggregate,
-    Column,
-    PipelineSignature,
-    SourceSignature,
-)
-from pyspark_kafka_upgrade.model.verification import DeletedRange, GenerationFacts, VerifyFacts
-from pyspark_kafka_upgrade.reconcile.scope import (
+from pyspark_kafka_upgrade._core.reconciliation.scope import (
     GenerationScope,
     ReadPlan,
     Span,
@@ -36,8 +24,24 @@ from pyspark_kafka_upgrade.reconcile.scope import (
     read_plan,
     unread_before,
 )
-from pyspark_kafka_upgrade.values.offsets import PartitionKey
-from pyspark_kafka_upgrade.values.validation import MetricSpec, WindowSpec
+from pyspark_kafka_upgrade._domain.records.history import BatchFacts, CheckpointBatch
+from pyspark_kafka_upgrade._domain.records.ledger import GenerationStatus
+from pyspark_kafka_upgrade._domain.records.plan import PartitionRestart, UpgradePlan
+from pyspark_kafka_upgrade._domain.records.replay_filter import ReplayFilter
+from pyspark_kafka_upgrade._domain.records.restart import RestartKind
+from pyspark_kafka_upgrade._domain.records.signature import (
+    Aggregate,
+    Column,
+    PipelineSignature,
+    SourceSignature,
+)
+from pyspark_kafka_upgrade._domain.records.verification import (
+    DeletedRange,
+    GenerationFacts,
+    VerifyFacts,
+)
+from pyspark_kafka_upgrade._domain.values.offsets import PartitionKey
+from pyspark_kafka_upgrade._domain.values.validation import MetricSpec, WindowSpec
 
 T = "views"
 P0: PartitionKey = (T, 0)

@@ -1,6 +1,6 @@
 import pytest
 
-from pyspark_kafka_upgrade.values.redaction import redact_text, redact_value
+from pyspark_kafka_upgrade._domain.values.redaction import redact_text, redact_value
 
 
 @pytest.mark.parametrize(

@@ -8,17 +8,17 @@ import json
 import pytest
 
 import support.plans as plans
-from pyspark_kafka_upgrade.model.plan import (
-    PartitionRestart,
-    UpgradePlan,
-)
-from pyspark_kafka_upgrade.model.replay_filter import ReplayFilter
-from pyspark_kafka_upgrade.model.restart import RestartKind
-from pyspark_kafka_upgrade.planner.render import (
+from pyspark_kafka_upgrade._core.planner.plan_words import (
     render_json,
     render_plan,
 )
-from pyspark_kafka_upgrade.values.validation import WindowSpec
+from pyspark_kafka_upgrade._domain.records.plan import (
+    PartitionRestart,
+    UpgradePlan,
+)
+from pyspark_kafka_upgrade._domain.records.replay_filter import ReplayFilter
+from pyspark_kafka_upgrade._domain.records.restart import RestartKind
+from pyspark_kafka_upgrade._domain.values.validation import WindowSpec
 
 # A terminal of 100 columns and 50 rows: prose wraps, a table row must not.
 SCREEN_LINES = 50

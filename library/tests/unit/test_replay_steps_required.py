@@ -8,8 +8,11 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from pyspark_kafka_upgrade.example.pipeline import PROJECT
-from pyspark_kafka_upgrade.run.queries import ReplayFilterMissingError, windowed_aggregates
+from pyspark_kafka_upgrade._application.run.queries import (
+    ReplayFilterMissingError,
+    windowed_aggregates,
+)
+from pyspark_kafka_upgrade._example.pipeline import PROJECT
 from pyspark_kafka_upgrade.testing.frames import kafka_rows, project_recipe
 from pyspark_kafka_upgrade.testing.signatures import query_source, with_query_source
 

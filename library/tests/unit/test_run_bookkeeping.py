@@ -8,30 +8,30 @@ from pathlib import Path
 
 import pytest
 
-from pyspark_kafka_upgrade.example.pipeline import PROJECT
-from pyspark_kafka_upgrade.ledger.sqlite_store import (
+from pyspark_kafka_upgrade._adapters.ledger.sqlite_store import (
     SqliteOffsetStore,
 )
-from pyspark_kafka_upgrade.model.ledger import (
-    BatchRecord,
-    GenerationRecord,
-    GenerationStatus,
-    LedgerGap,
-)
-from pyspark_kafka_upgrade.run.bookkeeping import (
+from pyspark_kafka_upgrade._application.run.bookkeeping import (
     UpgradeIncompleteError,
     UpgradeRequiredError,
     mark_unrecorded_batches,
     record_generation,
     refuse_without_history,
 )
-from pyspark_kafka_upgrade.settings import (
+from pyspark_kafka_upgrade._core.settings import (
     load_settings,
 )
-from pyspark_kafka_upgrade.testing.signatures import signature_of
-from pyspark_kafka_upgrade.values.layout import (
+from pyspark_kafka_upgrade._domain.records.ledger import (
+    BatchRecord,
+    GenerationRecord,
+    GenerationStatus,
+    LedgerGap,
+)
+from pyspark_kafka_upgrade._domain.values.layout import (
     GenerationLayout,
 )
+from pyspark_kafka_upgrade._example.pipeline import PROJECT
+from pyspark_kafka_upgrade.testing.signatures import signature_of
 
 PIPELINE = "page-views"
 

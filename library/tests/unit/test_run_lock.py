@@ -24,11 +24,11 @@ import pyarrow.fs
 import pytest
 
 import pyspark_kafka_upgrade.testing.waiting as waiting
-from pyspark_kafka_upgrade.storage.filesystem import (
+from pyspark_kafka_upgrade._adapters.storage.filesystem import (
     Location,
     StorageError,
 )
-from pyspark_kafka_upgrade.storage.run_lock import (
+from pyspark_kafka_upgrade._adapters.storage.run_lock import (
     LockRecord,
     ProcessState,
     RunLock,

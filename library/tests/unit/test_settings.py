@@ -4,9 +4,9 @@ from pathlib import Path
 import pytest
 
 from pyspark_kafka_upgrade import cli
-from pyspark_kafka_upgrade.errors import ConfigError
-from pyspark_kafka_upgrade.example.pipeline import PROJECT
-from pyspark_kafka_upgrade.settings import SECTIONS, load_settings
+from pyspark_kafka_upgrade._core.settings import SECTIONS, load_settings
+from pyspark_kafka_upgrade._domain.errors import ConfigError
+from pyspark_kafka_upgrade._example.pipeline import PROJECT
 
 
 @pytest.fixture(autouse=True)

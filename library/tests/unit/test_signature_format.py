@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from pyspark_kafka_upgrade.example.pipeline import PROJECT
-from pyspark_kafka_upgrade.model.signature import (
+from pyspark_kafka_upgrade._domain.records.signature import (
     FORMAT_VERSION,
     PipelineSignature,
     SignatureError,
     signature_digest,
 )
+from pyspark_kafka_upgrade._example.pipeline import PROJECT
 from pyspark_kafka_upgrade.testing.signatures import signature_of
 
 

@@ -2,13 +2,13 @@ from pathlib import Path
 
 import pytest
 
-from pyspark_kafka_upgrade.kafka.errors import (
-    InitialOffsetsError,
-)
-from pyspark_kafka_upgrade.kafka.initial_offsets import (
+from pyspark_kafka_upgrade._adapters.kafka.initial_offsets import (
     load_initial_offsets,
     load_or_resolve,
     save_initial_offsets,
+)
+from pyspark_kafka_upgrade._adapters.kafka.kafka_errors import (
+    InitialOffsetsError,
 )
 
 

@@ -2,19 +2,19 @@ from collections.abc import Mapping
 
 import pytest
 
-from pyspark_kafka_upgrade.errors import (
-    ConfigError,
-)
-from pyspark_kafka_upgrade.kafka.errors import (
+from pyspark_kafka_upgrade._adapters.kafka.kafka_errors import (
     SourceOptionError,
 )
-from pyspark_kafka_upgrade.kafka.options import (
+from pyspark_kafka_upgrade._adapters.kafka.options import (
     DEFAULT_POLL_TIMEOUT_MS,
     SourceOptions,
     StartFromOffsets,
     StartFromPosition,
     StartFromTimestamps,
     parse_options,
+)
+from pyspark_kafka_upgrade._domain.errors import (
+    ConfigError,
 )
 
 REQUIRED = {"kafka.bootstrap.servers": "broker:9092", "subscribe": "views"}

@@ -2,11 +2,11 @@ from collections.abc import Callable, Iterable, Mapping
 
 import pytest
 
-from pyspark_kafka_upgrade.kafka.ranges import (
+from pyspark_kafka_upgrade._adapters.kafka.ranges import (
     OffsetRange,
     plan_ranges,
 )
-from pyspark_kafka_upgrade.values.offsets import (
+from pyspark_kafka_upgrade._domain.values.offsets import (
     PartitionKey,
 )
 

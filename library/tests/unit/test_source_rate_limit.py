@@ -1,6 +1,6 @@
 import pytest
 
-from pyspark_kafka_upgrade.kafka.rate_limit import (
+from pyspark_kafka_upgrade._adapters.kafka.rate_limit import (
     limit_end_offsets,
 )
 

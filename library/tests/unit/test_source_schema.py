@@ -3,7 +3,7 @@ import inspect
 import pytest
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from pyspark_kafka_upgrade.kafka.schema import (
+from pyspark_kafka_upgrade._adapters.kafka.schema import (
     arrow_schema,
     spark_schema,
 )

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from pyspark_kafka_upgrade.model.damage import Damage, FileReadFailure
-from pyspark_kafka_upgrade.spark.errors import cause, failed_file
+from pyspark_kafka_upgrade._adapters.spark.spark_errors import cause, failed_file
+from pyspark_kafka_upgrade._domain.records.damage import Damage, FileReadFailure
 
 FILE = (
     "/tmp/pipeline/output/generation-2/part-00000-47d3ed92-5c2f-4f0f-bd90-0cd6caab12b5-c000"

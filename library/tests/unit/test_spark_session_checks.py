@@ -13,22 +13,13 @@ from pathlib import Path
 import pyspark
 import pytest
 
-from pyspark_kafka_upgrade.example.pipeline import PROJECT
-from pyspark_kafka_upgrade.settings import (
-    Settings,
-    load_settings,
-)
-from pyspark_kafka_upgrade.spark import (
-    maven,
-)
-from pyspark_kafka_upgrade.spark import (
-    session as spark_session,
-)
-from pyspark_kafka_upgrade.spark.kafka_jars import (
+from pyspark_kafka_upgrade._adapters.spark import maven
+from pyspark_kafka_upgrade._adapters.spark import session as spark_session
+from pyspark_kafka_upgrade._adapters.spark.kafka_jars import (
     ConnectorUnavailableError,
     connector_package,
 )
-from pyspark_kafka_upgrade.spark.session import (
+from pyspark_kafka_upgrade._adapters.spark.session import (
     SparkEnvironmentError,
     check_java,
     check_pyarrow,
@@ -36,6 +27,11 @@ from pyspark_kafka_upgrade.spark.session import (
     parse_java_version,
     spark_conf,
 )
+from pyspark_kafka_upgrade._core.settings import (
+    Settings,
+    load_settings,
+)
+from pyspark_kafka_upgrade._example.pipeline import PROJECT
 
 SPARK_VERSION = pyspark.__version__
 # Any version but the running one: the connector must match Spark exactly.

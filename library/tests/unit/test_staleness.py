@@ -6,17 +6,17 @@ import dataclasses
 from pathlib import Path
 
 import pyspark_kafka_upgrade.testing.fake_world as fake
-from pyspark_kafka_upgrade.model.replay_filter import (
-    ReplayFilter,
-)
-from pyspark_kafka_upgrade.planner.decide import (
+from pyspark_kafka_upgrade._core.planner.decide import (
     batch_level,
 )
-from pyspark_kafka_upgrade.planner.staleness import (
+from pyspark_kafka_upgrade._core.planner.staleness import (
     level_moved,
     what_moved,
 )
-from pyspark_kafka_upgrade.values.words import (
+from pyspark_kafka_upgrade._domain.records.replay_filter import (
+    ReplayFilter,
+)
+from pyspark_kafka_upgrade._domain.values.words import (
     when,
 )
 

@@ -8,17 +8,17 @@ from typing import Any, cast
 
 import pytest
 
-import pyspark_kafka_upgrade.run.supervisor as supervisor
-from pyspark_kafka_upgrade.run.queries import (
+import pyspark_kafka_upgrade._application.run.supervisor as supervisor
+from pyspark_kafka_upgrade._adapters.sink.writer import (
+    Trigger,
+)
+from pyspark_kafka_upgrade._application.run.queries import (
     Phase,
     QuerySpec,
 )
-from pyspark_kafka_upgrade.run.supervisor import (
+from pyspark_kafka_upgrade._application.run.supervisor import (
     Supervision,
     supervise,
-)
-from pyspark_kafka_upgrade.sink.writer import (
-    Trigger,
 )
 
 

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from pyspark_kafka_upgrade.values.time_text import parse_instant
+from pyspark_kafka_upgrade._domain.values.time_text import parse_instant
 
 # 2026-11-26 is 20,783 days after 1970-01-01: 56 years of 365 days (20,440), 14 leap days
 # (1972 to 2024), and 329 days into 2026 (304 to the end of October, then 25).

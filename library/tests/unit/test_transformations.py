@@ -19,32 +19,32 @@ import pytest
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
-from pyspark_kafka_upgrade.example.events import EVENTS
-from pyspark_kafka_upgrade.kafka.schema import (
+from pyspark_kafka_upgrade._adapters.kafka.schema import (
     spark_schema,
 )
-from pyspark_kafka_upgrade.query.columns import (
-    BATCH_METRICS,
-    INPUT_ROWS,
-    MALFORMED_ROWS,
-    MAX_EVENT_TIME_US,
-    MIN_EVENT_TIME_US,
-)
-from pyspark_kafka_upgrade.query.event_fields import UnknownColumnError
-from pyspark_kafka_upgrade.spark.parsing import (
+from pyspark_kafka_upgrade._adapters.spark.parsing import (
     batch_metric_columns,
     observe_batch_metrics,
     parse_events,
     quarantine_records,
     valid_events,
 )
-from pyspark_kafka_upgrade.values.project import EventField
-from pyspark_kafka_upgrade.values.validation import (
+from pyspark_kafka_upgrade._core.query.columns import (
+    BATCH_METRICS,
+    INPUT_ROWS,
+    MALFORMED_ROWS,
+    MAX_EVENT_TIME_US,
+    MIN_EVENT_TIME_US,
+)
+from pyspark_kafka_upgrade._core.query.event_fields import UnknownColumnError
+from pyspark_kafka_upgrade._domain.values.project import EventField
+from pyspark_kafka_upgrade._domain.values.validation import (
     InvalidValueError,
     MetricSpec,
     WindowSpec,
     parse_metric,
 )
+from pyspark_kafka_upgrade._example.events import EVENTS
 from support.frames import aggregate_schema, windowed_aggregates
 
 LIMIT = 262_144

@@ -11,21 +11,21 @@ from typing import Any
 import pytest
 
 import pyspark_kafka_upgrade.testing.fake_world as fake
-from pyspark_kafka_upgrade.model.errors import (
-    UpgradeError,
-)
-from pyspark_kafka_upgrade.model.ledger import (
-    GenerationStatus,
-)
-from pyspark_kafka_upgrade.model.plan import (
-    FORMAT_VERSION,
-    UpgradePlan,
-)
-from pyspark_kafka_upgrade.upgrade.commands import (
+from pyspark_kafka_upgrade._application.upgrade.commands import (
     APPLY_STEPS,
     apply_command,
 )
-from pyspark_kafka_upgrade.values.words import when
+from pyspark_kafka_upgrade._domain.records.ledger import (
+    GenerationStatus,
+)
+from pyspark_kafka_upgrade._domain.records.plan import (
+    FORMAT_VERSION,
+    UpgradePlan,
+)
+from pyspark_kafka_upgrade._domain.records.record_errors import (
+    UpgradeError,
+)
+from pyspark_kafka_upgrade._domain.values.words import when
 from support.example import main
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pyspark_kafka_upgrade.testing.fake_world as fake
 import support.settings_walk as walk
-from pyspark_kafka_upgrade.upgrade.commands import plan_command
+from pyspark_kafka_upgrade._application.upgrade.commands import plan_command
 
 MAX_VISITS = 2
 
@@ -19,7 +19,7 @@ def test_upgrade_plan_visits_each_module_with_the_settings_at_most_twice(
         plan_command(settings, as_json=True, accept_data_loss=False, progress=lambda _: None)
     module, count = walk.most_visited(calls)
     print(f"settings walk ({len(walk.visits(calls))} visits): {walk.describe(calls)}")
-    assert "upgrade.gather" in calls, "the tracer missed the gather step"
+    assert "_application.upgrade.gather" in calls, "the tracer missed the gather step"
     assert count <= MAX_VISITS, f"{module} is visited {count} times: {walk.describe(calls)}"
     # The reasoning is reached with facts, never with the settings.
-    assert not [call for call in calls if call.startswith("planner.")], walk.describe(calls)
+    assert not [call for call in calls if call.startswith("_core.planner.")], walk.describe(calls)

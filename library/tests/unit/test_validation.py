@@ -1,6 +1,6 @@
 import pytest
 
-from pyspark_kafka_upgrade.values.validation import (
+from pyspark_kafka_upgrade._domain.values.validation import (
     InvalidIntervalError,
     InvalidTopicNameError,
     WindowSpec,

@@ -38,32 +38,36 @@ from hypothesis import strategies as st
 from pyspark.sql import DataFrame, SparkSession
 
 import support.plans as plans
-from pyspark_kafka_upgrade.example.pipeline import PROJECT
-from pyspark_kafka_upgrade.kafka.schema import spark_schema
-from pyspark_kafka_upgrade.model.history import BatchFacts, CheckpointBatch
-from pyspark_kafka_upgrade.model.ledger import GenerationStatus
-from pyspark_kafka_upgrade.model.plan import PartitionRestart, UpgradePlan
-from pyspark_kafka_upgrade.model.replay_filter import ReplayFilter
-from pyspark_kafka_upgrade.model.restart import RestartKind
-from pyspark_kafka_upgrade.model.signature import (
+from pyspark_kafka_upgrade._adapters.kafka.schema import spark_schema
+from pyspark_kafka_upgrade._adapters.spark.recompute import Parsing
+from pyspark_kafka_upgrade._application.verify import (
+    NothingToVerifyError,
+    VerifyRange,
+    verify_facts,
+)
+from pyspark_kafka_upgrade._core.reconciliation.scope import ReadPlan
+from pyspark_kafka_upgrade._core.settings import load_settings
+from pyspark_kafka_upgrade._domain.records.history import BatchFacts, CheckpointBatch
+from pyspark_kafka_upgrade._domain.records.ledger import GenerationStatus
+from pyspark_kafka_upgrade._domain.records.plan import PartitionRestart, UpgradePlan
+from pyspark_kafka_upgrade._domain.records.replay_filter import ReplayFilter
+from pyspark_kafka_upgrade._domain.records.restart import RestartKind
+from pyspark_kafka_upgrade._domain.records.signature import (
     Aggregate,
     Column,
     PipelineSignature,
     SourceSignature,
 )
-from pyspark_kafka_upgrade.model.verification import (
+from pyspark_kafka_upgrade._domain.records.verification import (
     GenerationFacts,
     Status,
     VerifyFacts,
     VerifyReport,
 )
-from pyspark_kafka_upgrade.reconcile.scope import ReadPlan
-from pyspark_kafka_upgrade.settings import load_settings
-from pyspark_kafka_upgrade.spark.reconcile import Parsing
+from pyspark_kafka_upgrade._domain.values.offsets import PartitionKey
+from pyspark_kafka_upgrade._domain.values.validation import WindowSpec
+from pyspark_kafka_upgrade._example.pipeline import PROJECT
 from pyspark_kafka_upgrade.testing.simulator import AppendQuery, Record, Windows
-from pyspark_kafka_upgrade.values.offsets import PartitionKey
-from pyspark_kafka_upgrade.values.validation import WindowSpec
-from pyspark_kafka_upgrade.verify.command import NothingToVerifyError, VerifyRange, verify_facts
 
 TOPIC = "views"
 MINUTE = 60_000

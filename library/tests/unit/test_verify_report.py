@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from pyspark_kafka_upgrade.model.damage import Damage, DamagedFile, Part
-from pyspark_kafka_upgrade.model.verification import (
+from pyspark_kafka_upgrade._domain.records.damage import Damage, DamagedFile, Part
+from pyspark_kafka_upgrade._domain.records.verification import (
     DeletedRange,
     EventRef,
     PairState,

@@ -14,7 +14,7 @@ the pipeline's signature: a change the checkpoint cannot carry makes ``run`` ref
 
 from __future__ import annotations
 
-from pyspark_kafka_upgrade.values.project import EventField
+from pyspark_kafka_upgrade import EventField
 
 EVENTS = (
     EventField("article_id", "string", required=True),

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from importlib import resources
 
-from pyspark_kafka_upgrade.values.project import Project
+from pyspark_kafka_upgrade import Project
 
 from {{ cookiecutter.package_name }} import __version__, events, query
 

@@ -11,8 +11,8 @@ checkpoint can carry the change.
 from __future__ import annotations
 
 from pyspark.sql import DataFrame
-from pyspark_kafka_upgrade.spark import steps
-from pyspark_kafka_upgrade.spark.steps import Recipe
+from pyspark_kafka_upgrade import steps
+from pyspark_kafka_upgrade.steps import Recipe
 
 
 def windowed_aggregates(raw: DataFrame, recipe: Recipe) -> DataFrame:

@@ -13,23 +13,23 @@ from pathlib import Path
 
 import pytest
 from pyspark.sql import SparkSession
-from pyspark_kafka_upgrade.checkpoint.reader import read_checkpoint
-from pyspark_kafka_upgrade.spark.kafka_jars import SPARK_KAFKA_JARS, fetch_connector_jars
-from pyspark_kafka_upgrade.testing import spark_cluster
-from pyspark_kafka_upgrade.testing.driver_process import (
-    run_in_own_group,
-    sigterm_after_second_batch,
-)
-from pyspark_kafka_upgrade.testing.kafka_backends import (
+from pyspark_kafka_upgrade import GenerationLayout, Project
+from pyspark_kafka_upgrade.testing import (
+    SPARK_KAFKA_JARS,
     KafkaBackend,
     Record,
+    SparkCluster,
+    connector_under_test,
     create_topic,
+    fetch_connector_jars,
+    processes_of,
     produce,
+    read_checkpoint,
+    run_in_own_group,
+    sigterm_after_second_batch,
+    standalone_cluster,
     unique_topic,
 )
-from pyspark_kafka_upgrade.testing.spark import connector_under_test
-from pyspark_kafka_upgrade.values.layout import GenerationLayout
-from pyspark_kafka_upgrade.values.project import Project
 
 from samples import page_view, prove, value
 
@@ -52,12 +52,12 @@ def bundle(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[spark_cluster.SparkCluster]:
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkCluster]:
     directory = tmp_path_factory.mktemp("cluster")
     try:
-        with spark_cluster.standalone_cluster(directory) as running:
+        with standalone_cluster(directory) as running:
             yield running
-        assert spark_cluster.processes_of(directory) == [], "a daemon or driver outlived it"
+        assert processes_of(directory) == [], "a daemon or driver outlived it"
     finally:
         shutil.rmtree(directory, ignore_errors=True)  # every application's unpacked archive
 
@@ -65,7 +65,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[spark_cluster.
 @pytest.fixture
 def submit(
     project: Project,
-    cluster: spark_cluster.SparkCluster,
+    cluster: SparkCluster,
     bundle: Path,
     kafka_backend: KafkaBackend,
     tmp_path: Path,
@@ -102,7 +102,7 @@ def test_an_upgrade_on_the_cluster_loses_nothing_and_writes_nothing_twice(
     project: Project,
     spark: SparkSession,
     kafka_backend: KafkaBackend,
-    cluster: spark_cluster.SparkCluster,
+    cluster: SparkCluster,
     submit: tuple[list[str], dict[str, str]],
     tmp_path: Path,
 ) -> None:

@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pytest
 from pyspark.sql import SparkSession
-from pyspark_kafka_upgrade.model.verification import Status
-from pyspark_kafka_upgrade.testing.kafka_backends import KafkaBackend
-from pyspark_kafka_upgrade.values.project import Project
+from pyspark_kafka_upgrade import Project, Status
+from pyspark_kafka_upgrade.testing import KafkaBackend
 
 from samples import prove
 

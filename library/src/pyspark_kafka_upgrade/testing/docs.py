@@ -14,8 +14,8 @@ from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from pyspark_kafka_upgrade._domain.values.project import Project
 from pyspark_kafka_upgrade.cli import build_parser
-from pyspark_kafka_upgrade.values.project import Project
 
 _FENCE = re.compile(r"^\s*```[^\n]*\n(.*?)^\s*```", re.MULTILINE | re.DOTALL)
 

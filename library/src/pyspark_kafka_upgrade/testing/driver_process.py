@@ -17,7 +17,7 @@ from pathlib import Path
 import pyspark_kafka_upgrade.testing.waiting as waiting
 
 # The reference pipeline's CLI; a project passes its own module.
-MODULE = "pyspark_kafka_upgrade.example"
+MODULE = "pyspark_kafka_upgrade._example"
 
 # A JVM starting cold on a busy 2-core machine, then a few batches.
 START_TIMEOUT_S = 240

@@ -15,25 +15,16 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pyspark_kafka_upgrade.example.pipeline import PROJECT
-from pyspark_kafka_upgrade.generation.signature import (
-    derive_signature,
-)
-from pyspark_kafka_upgrade.ledger.sqlite_store import (
+from pyspark_kafka_upgrade._adapters.ledger.sqlite_store import (
     SqliteOffsetStore,
 )
-from pyspark_kafka_upgrade.model.facts import (
-    UpgradeFacts,
+from pyspark_kafka_upgrade._application.generation.signature import (
+    derive_signature,
 )
-from pyspark_kafka_upgrade.model.ledger import (
-    BatchRecord,
-    GenerationRecord,
-    GenerationStatus,
+from pyspark_kafka_upgrade._application.upgrade.gather import (
+    gather,
 )
-from pyspark_kafka_upgrade.model.plan import (
-    UpgradePlan,
-)
-from pyspark_kafka_upgrade.planner.decide import (
+from pyspark_kafka_upgrade._core.planner.decide import (
     ScanRequest,
     ScanResults,
     advise_upgrade,
@@ -41,25 +32,34 @@ from pyspark_kafka_upgrade.planner.decide import (
     decide,
     scan_request,
 )
-from pyspark_kafka_upgrade.planner.late_records import (
+from pyspark_kafka_upgrade._core.planner.late_records import (
     count_waiting,
 )
-from pyspark_kafka_upgrade.planner.tightening import (
+from pyspark_kafka_upgrade._core.planner.tightening import (
     scan_partition,
 )
-from pyspark_kafka_upgrade.settings import (
+from pyspark_kafka_upgrade._core.settings import (
     Settings,
     load_settings,
 )
-from pyspark_kafka_upgrade.upgrade.gather import (
-    gather,
+from pyspark_kafka_upgrade._domain.records.facts import (
+    UpgradeFacts,
 )
-from pyspark_kafka_upgrade.values.layout import (
+from pyspark_kafka_upgrade._domain.records.ledger import (
+    BatchRecord,
+    GenerationRecord,
+    GenerationStatus,
+)
+from pyspark_kafka_upgrade._domain.records.plan import (
+    UpgradePlan,
+)
+from pyspark_kafka_upgrade._domain.values.layout import (
     GenerationLayout,
 )
-from pyspark_kafka_upgrade.values.offsets import (
+from pyspark_kafka_upgrade._domain.values.offsets import (
     PartitionKey,
 )
+from pyspark_kafka_upgrade._example.pipeline import PROJECT
 
 PIPELINE = "page-views-test"
 TOPIC = "page-views"

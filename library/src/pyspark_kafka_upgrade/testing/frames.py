@@ -14,13 +14,13 @@ from datetime import UTC, datetime, timedelta
 
 from pyspark.sql import DataFrame, SparkSession
 
-from pyspark_kafka_upgrade.kafka.schema import spark_schema
-from pyspark_kafka_upgrade.model.replay_filter import ReplayFilter
-from pyspark_kafka_upgrade.query.recipe import Recipe
-from pyspark_kafka_upgrade.run.bookkeeping import GenerationStart
-from pyspark_kafka_upgrade.run.queries import recipe_of
-from pyspark_kafka_upgrade.settings import load_settings
-from pyspark_kafka_upgrade.values.project import Project
+from pyspark_kafka_upgrade._adapters.kafka.schema import spark_schema
+from pyspark_kafka_upgrade._application.run.bookkeeping import GenerationStart
+from pyspark_kafka_upgrade._application.run.queries import recipe_of
+from pyspark_kafka_upgrade._core.query.recipe import Recipe
+from pyspark_kafka_upgrade._core.settings import load_settings
+from pyspark_kafka_upgrade._domain.records.replay_filter import ReplayFilter
+from pyspark_kafka_upgrade._domain.values.project import Project
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 

@@ -74,10 +74,8 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined, unused-ignore]
     NewTopic,
 )
 
-from pyspark_kafka_upgrade.spark import (
-    maven,
-)
-from pyspark_kafka_upgrade.spark.session import (
+from pyspark_kafka_upgrade._adapters.spark import maven
+from pyspark_kafka_upgrade._adapters.spark.session import (
     SparkEnvironmentError,
     check_java,
     java_executable,

@@ -9,9 +9,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from pyspark_kafka_upgrade.ledger.opening import installed_stores
-from pyspark_kafka_upgrade.settings import load_settings
-from pyspark_kafka_upgrade.values.project import Project
+from pyspark_kafka_upgrade._adapters.ledger.opening import installed_stores
+from pyspark_kafka_upgrade._core.settings import load_settings
+from pyspark_kafka_upgrade._domain.values.project import Project
 
 POSTGRES_DSN_ENV = "LEDGER_TEST_POSTGRES_DSN"
 DEFAULT_POSTGRES_DSN = "postgresql://127.0.0.1:5432/test"

@@ -12,11 +12,11 @@ from collections.abc import Sequence
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from pyspark_kafka_upgrade.query.columns import EVENT_TIME, MALFORMED_REASON
-from pyspark_kafka_upgrade.query.event_parser import EventParser
-from pyspark_kafka_upgrade.spark import steps
+from pyspark_kafka_upgrade import steps
+from pyspark_kafka_upgrade._core.query.columns import EVENT_TIME, MALFORMED_REASON
+from pyspark_kafka_upgrade._core.query.event_parser import EventParser
+from pyspark_kafka_upgrade._domain.values.project import Project
 from pyspark_kafka_upgrade.testing.frames import kafka_rows, project_recipe
-from pyspark_kafka_upgrade.values.project import Project
 
 
 def mirror_disagreements(

@@ -30,6 +30,7 @@ import pyspark
 import pytest
 from pyspark.sql import SparkSession
 
+from pyspark_kafka_upgrade._domain.values.project import Project
 from pyspark_kafka_upgrade.testing.kafka_backends import (
     BACKEND_CHOICES,
     BACKEND_ENV_VAR,
@@ -42,7 +43,6 @@ from pyspark_kafka_upgrade.testing.kafka_backends import (
     start_kafka_backend,
 )
 from pyspark_kafka_upgrade.testing.spark import build_test_spark_session, connector_under_test
-from pyspark_kafka_upgrade.values.project import Project
 
 if TYPE_CHECKING:
     from pyspark_kafka_upgrade.testing.secured_kafka import SecuredKafka

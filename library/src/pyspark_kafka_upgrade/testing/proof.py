@@ -28,22 +28,22 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from pyspark_kafka_upgrade.errors import PipelineError
-from pyspark_kafka_upgrade.model.advice import Verdict
-from pyspark_kafka_upgrade.model.plan import UpgradePlan
-from pyspark_kafka_upgrade.model.verification import VerifyReport
-from pyspark_kafka_upgrade.reconcile.render import render_report
-from pyspark_kafka_upgrade.run.bookkeeping import UpgradeRequiredError
-from pyspark_kafka_upgrade.run.command import RunRequest, run_pipeline
-from pyspark_kafka_upgrade.settings import Settings, load_settings
+from pyspark_kafka_upgrade._application.run.bookkeeping import UpgradeRequiredError
+from pyspark_kafka_upgrade._application.run.run_command import RunRequest, run_pipeline
+from pyspark_kafka_upgrade._application.upgrade.commands import apply_command, plan_command
+from pyspark_kafka_upgrade._application.verify import VerifyRange, verify_pipeline
+from pyspark_kafka_upgrade._core.reconciliation.verify_words import render_report
+from pyspark_kafka_upgrade._core.settings import Settings, load_settings
+from pyspark_kafka_upgrade._domain.errors import PipelineError
+from pyspark_kafka_upgrade._domain.records.advice import Verdict
+from pyspark_kafka_upgrade._domain.records.plan import UpgradePlan
+from pyspark_kafka_upgrade._domain.records.verification import VerifyReport
+from pyspark_kafka_upgrade._domain.values.layout import GenerationLayout
+from pyspark_kafka_upgrade._domain.values.project import Project
 from pyspark_kafka_upgrade.testing import kafka_backends as kafka
 from pyspark_kafka_upgrade.testing import oracle
 from pyspark_kafka_upgrade.testing.ledgers import ledger_overrides
 from pyspark_kafka_upgrade.testing.spark import connector_under_test
-from pyspark_kafka_upgrade.upgrade.commands import apply_command, plan_command
-from pyspark_kafka_upgrade.values.layout import GenerationLayout
-from pyspark_kafka_upgrade.values.project import Project
-from pyspark_kafka_upgrade.verify.command import VerifyRange, verify_pipeline
 
 Event = Mapping[str, object]
 # (window start ms, window end ms, the grouping keys' values): one output row's identity.

@@ -39,7 +39,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from pyspark_kafka_upgrade.kafka.credentials import LOGIN_MODULES
+from pyspark_kafka_upgrade._adapters.kafka.credentials import LOGIN_MODULES
 from pyspark_kafka_upgrade.testing.kafka_backends import (
     ApacheBroker,
     Listeners,

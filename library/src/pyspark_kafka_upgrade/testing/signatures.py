@@ -16,16 +16,16 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from pyspark_kafka_upgrade.errors import PipelineError
-from pyspark_kafka_upgrade.generation.signature import derive_signature
-from pyspark_kafka_upgrade.ledger.sqlite_store import SqliteOffsetStore
-from pyspark_kafka_upgrade.model.advice import Advice
-from pyspark_kafka_upgrade.model.signature import PipelineSignature
-from pyspark_kafka_upgrade.planner.advisor import advise
-from pyspark_kafka_upgrade.run.bookkeeping import record_generation
-from pyspark_kafka_upgrade.settings import load_settings
-from pyspark_kafka_upgrade.values.layout import GenerationLayout
-from pyspark_kafka_upgrade.values.project import Project
+from pyspark_kafka_upgrade._adapters.ledger.sqlite_store import SqliteOffsetStore
+from pyspark_kafka_upgrade._application.generation.signature import derive_signature
+from pyspark_kafka_upgrade._application.run.bookkeeping import record_generation
+from pyspark_kafka_upgrade._core.planner.advisor import advise
+from pyspark_kafka_upgrade._core.settings import load_settings
+from pyspark_kafka_upgrade._domain.errors import PipelineError
+from pyspark_kafka_upgrade._domain.records.advice import Advice
+from pyspark_kafka_upgrade._domain.records.signature import PipelineSignature
+from pyspark_kafka_upgrade._domain.values.layout import GenerationLayout
+from pyspark_kafka_upgrade._domain.values.project import Project
 
 ROOT = "file:/pipeline"
 

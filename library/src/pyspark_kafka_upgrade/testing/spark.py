@@ -15,19 +15,17 @@ import pyspark
 import pytest
 from pyspark.sql import SparkSession
 
-from pyspark_kafka_upgrade.settings import (
-    load_settings,
-)
-from pyspark_kafka_upgrade.spark import (
-    maven,
-)
-from pyspark_kafka_upgrade.spark.kafka_jars import (
+from pyspark_kafka_upgrade._adapters.spark import maven
+from pyspark_kafka_upgrade._adapters.spark.kafka_jars import (
     SPARK_KAFKA_JARS,
     connector_package,
     fetch_connector_jars,
 )
-from pyspark_kafka_upgrade.values import catalog
-from pyspark_kafka_upgrade.values.project import Project
+from pyspark_kafka_upgrade._core.settings import (
+    load_settings,
+)
+from pyspark_kafka_upgrade._domain.values import catalog
+from pyspark_kafka_upgrade._domain.values.project import Project
 
 CONNECTOR_ENV_VAR = "KAFKA_CONNECTOR"
 CONNECTORS = catalog.CONNECTORS

@@ -1,0 +1,46 @@
+"""The append-mode file sink every query of the pipeline writes through.
+
+Append mode writes a window once, when the watermark passes its end, and never rewrites it;
+the sink's ``_spark_metadata`` log names the files of committed batches, which makes the
+output exactly-once for readers that go through it (see ``layout``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyspark.sql import DataFrame
+from pyspark.sql.streaming.query import StreamingQuery
+
+from pyspark_kafka_upgrade._domain.values.catalog import SinkFormat
+
+
+@dataclass(frozen=True, slots=True)
+class Trigger:
+    """Run a batch every ``interval`` (a Spark interval), or all available data then stop."""
+
+    interval: str | None = None
+    available_now: bool = False
+
+
+def start_file_sink(
+    frame: DataFrame,
+    *,
+    query_name: str,
+    path: str,
+    checkpoint: str,
+    file_format: SinkFormat,
+    trigger: Trigger,
+) -> StreamingQuery:
+    writer = (
+        frame.writeStream.queryName(query_name)
+        .format(file_format)
+        .outputMode("append")
+        .option("path", path)
+        .option("checkpointLocation", checkpoint)
+    )
+    if trigger.available_now:
+        writer = writer.trigger(availableNow=True)
+    elif trigger.interval:
+        writer = writer.trigger(processingTime=trigger.interval)
+    return writer.start()

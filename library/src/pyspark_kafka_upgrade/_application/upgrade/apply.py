@@ -1,0 +1,108 @@
+"""Apply a plan in idempotent steps, each durable before the next; undo one not yet run.
+
+    1. record the plan as generation N+1, status "planned"    (record_plan)
+    2. retire generation N; its directories stay untouched    (retire_old)
+    3. check generation N+1's directories hold no commit       (check_directories)
+    4. mark the plan applied                                   (mark_applied)
+
+The caller holds generation N's run lock. A run killed at any point and started again with
+the same plan finishes the job: each step checks whether it is done before doing it.
+`run` then starts generation N+1 from the plan and marks it consumed after its first commit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+
+from pyspark_kafka_upgrade._application.upgrade.lookup import check_fresh, committed_directories
+from pyspark_kafka_upgrade._domain.records.ledger import GenerationRecord, GenerationStatus
+from pyspark_kafka_upgrade._domain.records.plan import UpgradePlan
+from pyspark_kafka_upgrade._domain.records.record_errors import RollbackRefusedError, UpgradeError
+from pyspark_kafka_upgrade._domain.records.store import OffsetStore
+from pyspark_kafka_upgrade._domain.values.clock import now_ms
+from pyspark_kafka_upgrade._domain.values.layout import GenerationLayout
+
+APPLY_STEPS = ("record_plan", "retire_old", "check_directories", "mark_applied")
+
+
+def apply_plan(
+    store: OffsetStore,
+    plan: UpgradePlan,
+    *,
+    after_step: Callable[[str], None] = lambda step: None,
+) -> str:
+    """Carry out ``plan``'s steps that are not done yet; what was done, for the user."""
+    layout = GenerationLayout(plan.root, plan.to_generation)
+    recorded = store.generation(plan.pipeline, plan.to_generation)
+    if recorded is None:
+        if plan.to_signature is None:
+            raise UpgradeError(
+                f"the plan for generation {plan.to_generation} was made by an earlier version "
+                "of the pipeline and names no signature: make a new plan"
+            )
+        check_fresh(layout)
+        now = now_ms()
+        recorded = GenerationRecord(
+            pipeline=plan.pipeline,
+            generation=plan.to_generation,
+            status=GenerationStatus.PLANNED,
+            signature=plan.to_signature.to_json(),
+            plan=plan.to_json(),
+            created_at_ms=now,
+            updated_at_ms=now,
+        )
+        store.record_generation(recorded)
+    after_step("record_plan")
+    old = store.generation(plan.pipeline, plan.from_generation)
+    if old is None:
+        raise UpgradeError(f"generation {plan.from_generation} is not in the ledger")
+    if old.status is not GenerationStatus.RETIRED:
+        store.set_generation_status(
+            plan.pipeline, plan.from_generation, GenerationStatus.RETIRED, at_ms=now_ms()
+        )
+    after_step("retire_old")
+    check_fresh(layout)
+    after_step("check_directories")
+    # Read again: a rollback holds the new generation's lock, not the old one's, so it may
+    # have retired the plan since; writing the record read above would bring it back.
+    current = store.generation(plan.pipeline, plan.to_generation)
+    if current is None or current.status is GenerationStatus.RETIRED:
+        raise UpgradeError(
+            f"generation {plan.to_generation} was rolled back while this apply ran; make a new plan"
+        )
+    now = now_ms()
+    store.record_generation(replace(current, plan=plan.applied(now).to_json(), updated_at_ms=now))
+    after_step("mark_applied")
+    return (
+        f"generation {plan.from_generation} retired; generation {plan.to_generation} planned "
+        "and applied.\n"
+        f"  starts at   {plan.starting_offsets}\n"
+        f"  filter      {plan.replay_filter.explain()}\n"
+        f"  output      {layout.output}\n"
+        f"  checkpoint  {layout.checkpoint}\n"
+        "Start it with `run`."
+    )
+
+
+def roll_back(store: OffsetStore, live: GenerationRecord, plan: UpgradePlan) -> str:
+    """Make the generation ``plan`` started from current again, if ``live`` wrote nothing.
+
+    The caller holds ``live``'s run lock, so no run can start writing meanwhile.
+    """
+    layout = GenerationLayout(plan.root, live.generation)
+    written = committed_directories(layout)
+    if written:
+        raise RollbackRefusedError(
+            f"generation {live.generation} has committed output ({', '.join(written)}): "
+            "it is live, so it cannot be rolled back; plan a new upgrade instead"
+        )
+    now = now_ms()
+    store.set_generation_status(
+        plan.pipeline, plan.from_generation, GenerationStatus.RUNNING, at_ms=now
+    )
+    store.record_generation(replace(live, status=GenerationStatus.RETIRED, updated_at_ms=now))
+    return (
+        f"generation {live.generation} retired unused; generation {plan.from_generation} is "
+        "current again. Its directories were never written and stay unused."
+    )

@@ -1,0 +1,320 @@
+"""Use cases: plan an upgrade onto a new checkpoint, review it, apply exactly it, roll it back.
+
+    upgrade plan --out PLAN    gather → decide → render; the plan written to PLAN for review
+    upgrade show PLAN          the plan file in words, changing nothing
+    ... --plot FILE            plan and show also draw the plan (``picture``) to a PNG or SVG
+    upgrade apply PLAN         gather again; refuse if anything the plan rests on moved;
+                               else apply exactly PLAN (``apply.APPLY_STEPS``)
+    upgrade apply              plan and apply in one step, printing the plan first
+    upgrade rollback           back to the generation before, while the new one wrote nothing
+
+None of them starts Spark unless the ledger lives on a Hadoop filesystem (the filesystem
+store writes through the JVM): checkpoints are read with pyarrow, Kafka with confluent-kafka,
+event times with the parser's pure-Python mirror, and the signature from a table of Spark's
+type rules. The pipeline is down while these run, so every second here is downtime.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+from pyspark_kafka_upgrade._adapters.spark.session import command_session
+from pyspark_kafka_upgrade._adapters.storage.filesystem import absolute_uri
+from pyspark_kafka_upgrade._adapters.storage.run_lock import RunLock
+from pyspark_kafka_upgrade._application.upgrade.apply import APPLY_STEPS, apply_plan, roll_back
+from pyspark_kafka_upgrade._application.upgrade.event_scan import EventSource, Progress, run_scans
+from pyspark_kafka_upgrade._application.upgrade.gather import gather, source_options
+from pyspark_kafka_upgrade._application.upgrade.lookup import (
+    live_generation,
+    open_ledger,
+    refuse_if_running,
+)
+from pyspark_kafka_upgrade._application.upgrade.picture import check_plot_path, draw_plan
+from pyspark_kafka_upgrade._application.upgrade.plan_file import read_plan_file, write_plan_file
+from pyspark_kafka_upgrade._core.planner.decide import (
+    advise_upgrade,
+    batch_level,
+    decide,
+    scan_request,
+)
+from pyspark_kafka_upgrade._core.planner.plan_words import render_advice, render_json, render_plan
+from pyspark_kafka_upgrade._core.planner.staleness import level_moved, what_moved
+from pyspark_kafka_upgrade._core.settings import Settings
+from pyspark_kafka_upgrade._domain.errors import PipelineError
+from pyspark_kafka_upgrade._domain.records.advice import Advice, Verdict
+from pyspark_kafka_upgrade._domain.records.ledger import GenerationRecord, GenerationStatus
+from pyspark_kafka_upgrade._domain.records.plan import UpgradePlan
+from pyspark_kafka_upgrade._domain.records.record_errors import (
+    PlanAlreadyAppliedError,
+    PlanFileAppliedError,
+    PlanMismatchError,
+    RollbackRefusedError,
+    StalePlanError,
+)
+from pyspark_kafka_upgrade._domain.records.store import OffsetStore
+from pyspark_kafka_upgrade._domain.values.layout import GenerationLayout
+
+__all__ = [
+    "APPLY_STEPS",
+    "apply_command",
+    "make_plan",
+    "plan_command",
+    "rollback_command",
+    "show_command",
+]
+
+# Only a ledger on a Hadoop filesystem asks for a session; it reads no Kafka, so no jars.
+Session = Callable[[], SparkSession]
+
+
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def make_plan(
+    settings: Settings,
+    store: OffsetStore,
+    old: GenerationRecord,
+    *,
+    accept_data_loss: bool,
+    scan: bool,
+    progress: Progress = _stderr,
+) -> UpgradePlan | Advice:
+    """The plan of an upgrade from ``old``, or the advice alone when none is needed."""
+    facts = gather(settings, store, old, latest=scan)
+    advice = advise_upgrade(facts)
+    if advice.verdict is not Verdict.NEEDS_NEW_CHECKPOINT:
+        return advice
+    level = batch_level(facts, accept_data_loss=accept_data_loss)
+    if not scan:
+        return decide(facts, level, advice, None)
+    source = EventSource(
+        options=source_options(settings),
+        events=settings.project.events,
+        time_source=settings.events.time_source,
+        time_field=settings.events.time_field,
+        max_value_bytes=settings.events.max_value_bytes,
+    )
+    results = run_scans(scan_request(level, facts), source, progress=progress)
+    return decide(facts, level, advice, results)
+
+
+def plan_command(
+    settings: Settings,
+    *,
+    as_json: bool,
+    accept_data_loss: bool,
+    scan: bool = True,
+    out: Path | None = None,
+    plot: Path | None = None,
+    spark: Session | None = None,
+    progress: Progress = _stderr,
+) -> str:
+    """Say whether the change needs a new checkpoint and, if so, the plan; write it to ``out``
+    and its picture to ``plot``."""
+    if plot is not None:
+        check_plot_path(plot)  # before the scans: a bad name should not cost the downtime
+    with open_ledger(settings, command_session(settings, purpose="upgrade", given=spark)) as store:
+        old = live_generation(store, settings.pipeline.name, settings.pipeline.root)
+        if old.status is GenerationStatus.PLANNED and old.plan is not None:
+            recorded = UpgradePlan.from_json(old.plan)
+            state = "applied; `run` starts it" if recorded.applied_at_ms else "not applied yet"
+            shown = render_json(recorded) if as_json else render_plan(recorded)
+            written = ""
+            if out is not None:
+                # The plan the ledger holds, for review: `apply` with it finishes an apply
+                # that stopped half way, or says it is applied.
+                write_plan_file(out, recorded.as_reviewed())
+                written = f"\nThat plan is written to {out}."
+            if plot is not None:
+                written += "\n" + draw_plan(store, recorded, plot)
+            return f"generation {old.generation} is already planned ({state}):\n{shown}{written}"
+        refuse_if_running(settings, old, "upgrade plan")
+        outcome = make_plan(
+            settings, store, old, accept_data_loss=accept_data_loss, scan=scan, progress=progress
+        )
+        if isinstance(outcome, Advice):
+            shown = render_advice(outcome)
+            asked = [what for what, path in (("file", out), ("picture", plot)) if path is not None]
+            return shown + (f"\nNothing to plan: no {' or '.join(asked)} written." if asked else "")
+        if out is not None:
+            # First: the plan cost the scans' downtime, and a picture must not lose it.
+            write_plan_file(out, outcome)
+        drawn = "" if plot is None else draw_plan(store, outcome, plot)
+    if as_json:
+        return render_json(outcome)
+    drawn = f"\n{drawn}" if drawn else ""
+    if out is None:
+        return f"{render_plan(outcome)}{drawn}\nApply it with `upgrade apply`, then `run`."
+    return (
+        f"{render_plan(outcome)}\n\nPlan written to {out}. Review it (`upgrade show {out}`), "
+        f"then apply exactly it with `upgrade apply {out}` and start it with `run`.{drawn}"
+    )
+
+
+def show_command(
+    settings: Settings,
+    plan_file: Path,
+    *,
+    as_json: bool,
+    plot: Path | None = None,
+    spark: Session | None = None,
+) -> str:
+    """A plan file in words (or its JSON); changes nothing. Only ``plot`` reads more: the
+    old generation's batches from the ledger, to draw them."""
+    plan = read_plan_file(plan_file)
+    drawn = ""
+    if plot is not None:
+        check_plot_path(plot)
+        _refuse_other_pipeline(settings, plan, plan_file)  # its batches are in its own ledger
+        session = command_session(settings, purpose="upgrade", given=spark)
+        with open_ledger(settings, session) as store:
+            drawn = "\n" + draw_plan(store, plan, plot)
+    if as_json:
+        return render_json(plan)
+    return (
+        f"Plan {plan_file}: pipeline {plan.pipeline!r}, generation {plan.from_generation} -> "
+        f"{plan.to_generation}.\n\n{render_plan(plan)}\n"
+        f"Apply exactly this plan with `upgrade apply {plan_file}`, then `run`.{drawn}"
+    )
+
+
+def apply_command(
+    settings: Settings,
+    *,
+    accept_data_loss: bool,
+    plan_file: Path | None = None,
+    scan: bool = True,
+    spark: Session | None = None,
+    after_step: Callable[[str], None] = lambda step: None,
+    progress: Progress = _stderr,
+) -> str:
+    """Apply ``plan_file`` exactly, or plan and apply in one step; ``after_step`` lets tests
+    crash the command between steps."""
+    with open_ledger(settings, command_session(settings, purpose="upgrade", given=spark)) as store:
+        if plan_file is not None:
+            return _apply_reviewed(settings, store, plan_file, after_step)
+        live = live_generation(store, settings.pipeline.name, settings.pipeline.root)
+        if live.status is GenerationStatus.PLANNED and live.plan is not None:
+            # A crashed apply left it planned: finish that plan, whatever the settings now.
+            recorded = UpgradePlan.from_json(live.plan)
+            if recorded.applied_at_ms is not None:
+                raise PlanAlreadyAppliedError(
+                    f"generation {live.generation} of {live.pipeline!r} is already planned and "
+                    "applied: `run` starts it (or `upgrade rollback` returns to generation "
+                    f"{recorded.from_generation})"
+                )
+            with RunLock(_lock_of(settings, recorded.from_generation), purpose="upgrade apply"):
+                return apply_plan(store, recorded, after_step=after_step)
+        with RunLock(_lock_of(settings, live.generation), purpose="upgrade apply"):
+            outcome = make_plan(
+                settings,
+                store,
+                live,
+                accept_data_loss=accept_data_loss,
+                scan=scan,
+                progress=progress,
+            )
+            if isinstance(outcome, Advice):
+                return "Nothing to apply. " + " ".join(outcome.sentences())
+            return f"{render_plan(outcome)}\n\n{apply_plan(store, outcome, after_step=after_step)}"
+
+
+def _apply_reviewed(
+    settings: Settings,
+    store: OffsetStore,
+    plan_file: Path,
+    after_step: Callable[[str], None],
+) -> str:
+    """Apply the plan in ``plan_file`` exactly as reviewed, or refuse and say what moved."""
+    plan = read_plan_file(plan_file)
+    _refuse_other_pipeline(settings, plan, plan_file)
+    old = store.generation(plan.pipeline, plan.from_generation)
+    if old is None:
+        raise StalePlanError(
+            f"{plan_file} is stale: generation {plan.from_generation} is not in the ledger"
+        )
+    with RunLock(_lock_of(settings, plan.from_generation), purpose="upgrade apply"):
+        # Under the lock, so that no other apply or run of the old generation moves
+        # anything between these checks and the steps.
+        resumed = _recorded_already(store, plan, plan_file)
+        live = live_generation(store, plan.pipeline, settings.pipeline.root)
+        if not resumed and live.generation != plan.from_generation:
+            raise StalePlanError(
+                f"{plan_file} is stale: the current generation is {live.generation}, the plan "
+                f"moves on from generation {plan.from_generation}; make a new plan"
+            )
+        facts = gather(
+            settings, store, old, latest=False, next_number=plan.to_generation if resumed else None
+        )
+        moved = what_moved(plan, facts)
+        if not moved:
+            # W and the replay filter as the facts give them now: the old generation's own
+            # plan raises W, and a sink ahead of its checkpoint is refused here too.
+            try:
+                moved = level_moved(plan, batch_level(facts, accept_data_loss=True))
+            except PipelineError as error:
+                moved = [str(error)]
+        if moved:
+            raise StalePlanError(
+                f"{plan_file} is stale, nothing was applied: "
+                + "; ".join(moved)
+                + ". Make a new plan with `upgrade plan --out`"
+            )
+        return apply_plan(store, plan, after_step=after_step)
+
+
+def _refuse_other_pipeline(settings: Settings, plan: UpgradePlan, plan_file: Path) -> None:
+    root = absolute_uri(settings.pipeline.root)
+    if (plan.pipeline, plan.root) != (settings.pipeline.name, root):
+        raise PlanMismatchError(
+            f"{plan_file} is a plan for pipeline {plan.pipeline!r} at {plan.root}; the settings "
+            f"name pipeline {settings.pipeline.name!r} at {root}"
+        )
+
+
+def _recorded_already(store: OffsetStore, plan: UpgradePlan, plan_file: Path) -> bool:
+    """Whether an earlier apply of this very plan recorded its generation (and stopped);
+    refuses a plan applied to the end, rolled back, or whose number another plan took."""
+    recorded = store.generation(plan.pipeline, plan.to_generation)
+    if recorded is None:
+        return False
+    stamped = None if recorded.plan is None else UpgradePlan.from_json(recorded.plan)
+    if stamped is None or stamped.as_reviewed() != plan.as_reviewed():
+        raise StalePlanError(
+            f"{plan_file} is stale: generation {plan.to_generation} was recorded by another plan "
+            "since; make a new plan"
+        )
+    if recorded.status is GenerationStatus.RETIRED:
+        raise PlanFileAppliedError(
+            f"{plan_file} was applied, then generation {plan.to_generation} was rolled back or "
+            "retired; make a new plan"
+        )
+    if stamped.applied_at_ms is not None:
+        consumed = " and has run" if stamped.consumed_at_ms is not None else "; `run` starts it"
+        raise PlanFileAppliedError(
+            f"{plan_file} is applied already: generation {plan.to_generation} is planned{consumed}"
+        )
+    return True
+
+
+def rollback_command(settings: Settings, *, spark: Session | None = None) -> str:
+    """Go back to the previous generation, if the new one has not committed a batch."""
+    with open_ledger(settings, command_session(settings, purpose="upgrade", given=spark)) as store:
+        live = live_generation(store, settings.pipeline.name, settings.pipeline.root)
+        if live.plan is None:
+            raise RollbackRefusedError(
+                f"generation {live.generation} of {live.pipeline!r} did not start from a plan; "
+                "there is nothing to roll back"
+            )
+        plan = UpgradePlan.from_json(live.plan)
+        with RunLock(_lock_of(settings, live.generation), purpose="upgrade rollback"):
+            return roll_back(store, live, plan)
+
+
+def _lock_of(settings: Settings, generation: int) -> str:
+    return GenerationLayout(absolute_uri(settings.pipeline.root), generation).run_lock

@@ -1,0 +1,165 @@
+"""What the upgrade's scans of Kafka records found, per partition.
+
+The tightening scan reads each partition's batch-level replay range (``PartitionScan``); the
+waiting scan reads what arrived after the old generation's end (``WaitingScan``). A record's
+event time is ms, None for a malformed record, or :data:`UNSURE` when only Spark could tell.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Final
+
+from pyspark_kafka_upgrade._domain.values.json_fields import JsonFields
+from pyspark_kafka_upgrade._domain.values.offsets import PartitionKey
+
+
+class Unsure:
+    """The mirror cannot be sure what Spark gives for this record."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "UNSURE"
+
+
+UNSURE: Final = Unsure()
+
+
+# A record's event time as a scan reports it: ms floored, None for a malformed record, or
+# Unsure when it cannot be judged without Spark.
+EventTime = int | None | Unsure
+
+
+Record = tuple[int, EventTime]
+
+
+# For one partition and a half-open offset range [start, end): its records, in offset order.
+Scan = Callable[[PartitionKey, int, int], Iterable[Record]]
+
+
+@dataclass(frozen=True, slots=True)
+class ScanRange:
+    """One partition's records to read: offsets [start, end)."""
+
+    partition: PartitionKey
+    start: int
+    end: int
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionScan:
+    """What a scan of one partition's batch-level replay range found."""
+
+    partition: PartitionKey
+    batch_level_offset: int
+    tightened_offset: int
+    end_offset: int
+    scanned_records: int  # records in [batch_level_offset, end_offset)
+    malformed_records: int
+    replayed_records: int  # records in [tightened_offset, end_offset)
+    # Records whose event time is >= T_min, unsure ones included; None: the scan stopped at
+    # the first one (``count_feeding=False``).
+    feeding_records: int | None
+    unsure_records: int = 0  # records the scan could not judge without Spark: taken as feeding
+
+    @property
+    def first_feeding_offset(self) -> int | None:
+        return None if self.tightened_offset >= self.end_offset else self.tightened_offset
+
+    def to_json(self) -> dict[str, object]:
+        topic, number = self.partition
+        return {
+            "topic": topic,
+            "partition": number,
+            "batch_level_offset": self.batch_level_offset,
+            "tightened_offset": self.tightened_offset,
+            "end_offset": self.end_offset,
+            "scanned_records": self.scanned_records,
+            "malformed_records": self.malformed_records,
+            "replayed_records": self.replayed_records,
+            "feeding_records": self.feeding_records,
+            "unsure_records": self.unsure_records,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class TighteningSummary:
+    """Replay amplification before and after the per-partition scan."""
+
+    partitions: tuple[PartitionScan, ...]
+
+    @property
+    def batch_level_records(self) -> int:
+        return sum(scan.scanned_records for scan in self.partitions)
+
+    @property
+    def replayed_records(self) -> int:
+        return sum(scan.replayed_records for scan in self.partitions)
+
+    @property
+    def feeding_records(self) -> int | None:
+        counts = [scan.feeding_records for scan in self.partitions]
+        return None if None in counts else sum(count or 0 for count in counts)
+
+    @property
+    def amplification(self) -> float | None:
+        """Replayed records / records that truly feed open windows (1.0 is the minimum)."""
+        return _ratio(self.replayed_records, self.feeding_records)
+
+    @property
+    def batch_level_amplification(self) -> float | None:
+        return _ratio(self.batch_level_records, self.feeding_records)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "batch_level_records": self.batch_level_records,
+            "replayed_records": self.replayed_records,
+            "feeding_records": self.feeding_records,
+            "amplification": self.amplification,
+            "batch_level_amplification": self.batch_level_amplification,
+            "partitions": [scan.to_json() for scan in self.partitions],
+        }
+
+
+def _ratio(numerator: int, denominator: int | None) -> float | None:
+    if denominator is None or denominator == 0:
+        return None
+    return numerator / denominator
+
+
+@dataclass(frozen=True, slots=True)
+class WaitingScan:
+    """One partition's records waiting after the old generation's end, as a scan found them."""
+
+    partition: PartitionKey
+    start_offset: int  # the old generation's end offset (for a new partition, where it starts)
+    end_offset: int  # the latest offset when the plan was made
+    scanned_records: int
+    malformed_records: int  # never late: they go to the quarantine
+    unsure_records: int  # could not be judged without Spark: not counted as late
+    late_records: int
+
+    @classmethod
+    def from_json(cls, partition: PartitionKey, read: JsonFields) -> WaitingScan:
+        """The scan of ``partition`` from its ``to_json`` form, which leaves the key out."""
+        return cls(
+            partition=partition,
+            start_offset=read.integer("start_offset"),
+            end_offset=read.integer("end_offset"),
+            scanned_records=read.integer("scanned_records"),
+            malformed_records=read.integer("malformed_records"),
+            unsure_records=read.integer("unsure_records"),
+            late_records=read.integer("late_records"),
+        )
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "start_offset": self.start_offset,
+            "end_offset": self.end_offset,
+            "scanned_records": self.scanned_records,
+            "malformed_records": self.malformed_records,
+            "unsure_records": self.unsure_records,
+            "late_records": self.late_records,
+        }

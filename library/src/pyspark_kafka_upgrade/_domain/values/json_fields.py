@@ -1,0 +1,105 @@
+"""Typed reads of a JSON document's fields, so a bad document fails with the field's path.
+
+The documents that cross modules (an upgrade plan, a pipeline signature) are typed records
+with ``to_json``/``from_json``; their ``from_json`` reads through this, and each says which
+error names its own kind of document.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from pyspark_kafka_upgrade._domain.errors import PipelineError
+
+
+class JsonFields:
+    """The fields of one JSON object; ``where`` is its path in the document, for messages."""
+
+    def __init__(
+        self, data: object, what: str, error: type[PipelineError], where: str = ""
+    ) -> None:
+        self._what = what
+        self._error = error
+        self._where = where
+        if not isinstance(data, Mapping) or not all(isinstance(key, str) for key in data):
+            raise error(f"{what} {where or 'document'} must be a JSON object")
+        self._data: Mapping[str, object] = data
+
+    def error(self, message: str) -> PipelineError:
+        """An error of this document's kind, for a check the field reads cannot make."""
+        return self._error(message)
+
+    def has(self, key: str) -> bool:
+        return key in self._data
+
+    def raw(self, key: str) -> object:
+        if key not in self._data:
+            raise self._error(f"{self._what} has no field {self._path(key)!r}")
+        return self._data[key]
+
+    def _path(self, key: str) -> str:
+        return f"{self._where}.{key}" if self._where else key
+
+    def _wrong(self, key: str, expected: str, value: object) -> PipelineError:
+        return self._error(
+            f"{self._what} field {self._path(key)!r} must be {expected}, got {type(value).__name__}"
+        )
+
+    def text(self, key: str) -> str:
+        value = self.raw(key)
+        if not isinstance(value, str):
+            raise self._wrong(key, "a string", value)
+        return value
+
+    def optional_text(self, key: str) -> str | None:
+        return None if self.raw(key) is None else self.text(key)
+
+    def integer(self, key: str) -> int:
+        value = self.raw(key)
+        # type() rather than isinstance(): JSON true is no count or offset.
+        if type(value) is not int:
+            raise self._wrong(key, "an integer", value)
+        return value
+
+    def optional_integer(self, key: str) -> int | None:
+        return None if self.raw(key) is None else self.integer(key)
+
+    def boolean(self, key: str) -> bool:
+        value = self.raw(key)
+        if not isinstance(value, bool):
+            raise self._wrong(key, "true or false", value)
+        return value
+
+    def mapping(self, key: str) -> dict[str, object]:
+        """A JSON object field as a plain dict, kept as it is (see ``child`` to read into it)."""
+        value = self.raw(key)
+        if isinstance(value, Mapping) and all(isinstance(name, str) for name in value):
+            return dict(value)
+        raise self._wrong(key, "a JSON object", value)
+
+    def optional_mapping(self, key: str) -> dict[str, object] | None:
+        return None if self.raw(key) is None else self.mapping(key)
+
+    def child(self, key: str) -> JsonFields:
+        return JsonFields(self.raw(key), self._what, self._error, self._path(key))
+
+    def optional_child(self, key: str) -> JsonFields | None:
+        return None if self.raw(key) is None else self.child(key)
+
+    def items(self, key: str) -> list[object]:
+        value = self.raw(key)
+        if not isinstance(value, list):
+            raise self._wrong(key, "a list", value)
+        return value
+
+    def texts(self, key: str) -> list[str]:
+        values = self.items(key)
+        if not all(isinstance(value, str) for value in values):
+            raise self._error(f"{self._what} field {self._path(key)!r} must list strings")
+        return [str(value) for value in values]
+
+    def children(self, key: str) -> list[JsonFields]:
+        return [
+            JsonFields(item, self._what, self._error, f"{self._path(key)}[{index}]")
+            for index, item in enumerate(self.items(key))
+        ]

@@ -1,1 +1,0 @@
-"""Use cases ``config show`` (``command``) and ``connector fetch`` (``connector``)."""

@@ -1,6 +1,0 @@
-"""``python -m pyspark_kafka_upgrade.example``: the reference pipeline's CLI."""
-
-from pyspark_kafka_upgrade import cli
-from pyspark_kafka_upgrade.example.pipeline import PROJECT
-
-raise SystemExit(cli.main(PROJECT))
