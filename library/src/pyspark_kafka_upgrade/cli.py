@@ -32,6 +32,8 @@ from pyspark_kafka_upgrade._domain.values.project import Project
 from pyspark_kafka_upgrade._domain.values.time_text import parse_instant
 from pyspark_kafka_upgrade._domain.values.validation import InvalidValueError
 
+__all__ = ["console", "main"]
+
 DESCRIPTION = """\
 A Kafka -> event-time windows -> append-mode file sink pipeline, with an offset ledger
 that lets you upgrade it onto a new checkpoint without losing or duplicating an event.
