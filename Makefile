@@ -29,8 +29,12 @@ lint: install ## ruff and mypy over the hooks and the template's tests
 library: ## the library's own lint, unit and integration suites (library/.venv, real Kafka)
 	$(MAKE) -C $(LIBRARY) test
 
+# Two workers: the library's own suite in one, the other suites in the other (their
+# xdist_group marks); the short tests go to whichever is free.
+PYTEST_WORKERS ?= 2
+
 test: lint ## the library at both ends of the Spark range, then every combination baked and checked
-	$(BIN)/pytest
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadgroup
 
 demo: ## an upgrade on a local Kafka with the library's reference pipeline (the default project), checked event by event
 	$(MAKE) -C $(LIBRARY) demo

@@ -47,13 +47,36 @@ WORKING_DEBRIS = (
 
 
 # Lines from the inner suites' runs (the library's, the projects'), repeated at the end of
-# this run's report.
-SUITE_REPORT: list[str] = []
+# this run's report. `make test` runs the suites in two pytest-xdist workers, whose reports
+# the controller does not print: each process appends its lines to a file of its own in one
+# directory, which the controller creates and reads.
+INNER_RUNS_ENV_VAR = "TEMPLATE_INNER_RUNS_DIR"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not hasattr(config, "workerinput"):
+        os.environ[INNER_RUNS_ENV_VAR] = tempfile.mkdtemp(prefix="template-inner-runs-")
+
+
+def report_inner_run(lines: Iterator[str] | Sequence[str]) -> None:
+    directory = Path(os.environ[INNER_RUNS_ENV_VAR])
+    with (directory / f"{os.getpid()}.txt").open("a", encoding="utf-8") as report:
+        report.writelines(f"{line}\n" for line in lines)
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    for line in SUITE_REPORT:
+    if hasattr(terminalreporter.config, "workerinput"):
+        return
+    directory = Path(os.environ[INNER_RUNS_ENV_VAR])
+    lines = [
+        line
+        for path in sorted(directory.glob("*.txt"))
+        for line in path.read_text(encoding="utf-8").splitlines()
+    ]
+    # Each worker waits for the Kafka image, and reports its build: once is enough.
+    for line in dict.fromkeys(lines):
         terminalreporter.write_line(f"inner run: {line}")
+    shutil.rmtree(directory, ignore_errors=True)
 
 
 def check_suite_run(label: str, stdout: str, connector: str, required: Sequence[str]) -> list[str]:
@@ -69,7 +92,7 @@ def check_suite_run(label: str, stdout: str, connector: str, required: Sequence[
         or (line.startswith("=") and " passed" in line)
         or (" call " in line and "tests/" in line and line.split()[0].endswith("s"))
     ]
-    SUITE_REPORT.extend(f"{label} {line}" for line in dict.fromkeys(shown))
+    report_inner_run([f"{label} {line}" for line in dict.fromkeys(shown)])
     headers = [line for line in lines if line.startswith(("kafka backend: ", "kafka connector: "))]
     assert any(line.startswith("kafka backend: ") for line in headers), "no Kafka backend named"
     assert f"kafka connector: {connector}" in "\n".join(headers), headers
@@ -175,7 +198,7 @@ def kafka_image() -> str:
         built = log.read_text(errors="replace") if log.is_file() else ""
         if status.read_text().strip() != "0":
             pytest.fail(f"the Kafka image's build failed:\n{built[-4000:]}", pytrace=False)
-        SUITE_REPORT.extend(f"[kafka image] {line}" for line in built.splitlines())
+        report_inner_run([f"[kafka image] {line}" for line in built.splitlines()])
     from pyspark_kafka_upgrade.testing.kafka_backends import (
         DEFAULT_KAFKA_IMAGE,
         docker_is_available,

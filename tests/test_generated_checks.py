@@ -74,6 +74,7 @@ def make_test(project: Path, label: str, connector: str, backend: str) -> list[s
     return check_suite_run(label, result.stdout, connector, (PROOF_TEST, CLUSTER_TEST))
 
 
+@pytest.mark.xdist_group("other suites")
 def test_the_default_project_passes_its_own_make_test_on_a_kafka_container(
     baked_projects: dict[str, Path], tmp_path: Path, kafka_image: str
 ) -> None:
@@ -86,6 +87,7 @@ def test_the_default_project_passes_its_own_make_test_on_a_kafka_container(
     check_container_header(lines, kafka_image)
 
 
+@pytest.mark.xdist_group("other suites")
 def test_a_project_with_every_answer_changed_passes_its_own_make_test(tmp_path: Path) -> None:
     # Apache Kafka as a local process, with the other connector: the broker teams run.
     project = bake(tmp_path / "baked", **OTHER_ANSWERS)
@@ -155,17 +157,29 @@ def test_imports_sort_the_same_whatever_the_package_is_called(tmp_path: Path) ->
     ("module", "line", "broken"),
     [
         # the events and the query know nothing of each other
-        ("events.py", "from page_views_pipeline import query", "Layers"),
+        (f"src/{PACKAGE}/events.py", "from page_views_pipeline import query", "Layers"),
         # nothing below the entry points imports them
-        ("query.py", "from page_views_pipeline import cli", "Layers"),
+        (f"src/{PACKAGE}/query.py", "from page_views_pipeline import cli", "Layers"),
+        # the library only through its public API: the package, its tests and deploy/
+        (
+            f"src/{PACKAGE}/query.py",
+            "from pyspark_kafka_upgrade._adapters.spark import parsing",
+            "public API only",
+        ),
+        (
+            "tests/test_query.py",
+            "from pyspark_kafka_upgrade._domain.values.clock import now_ms",
+            "public API only",
+        ),
+        ("deploy/main.py", "import pyspark_kafka_upgrade.testing.plugin", "public API only"),
     ],
-    ids=["siblings", "upward"],
+    ids=["siblings", "upward", "deep-import", "deep-import-in-tests", "testing-internals"],
 )
 def test_the_projects_import_contracts_fail_on_a_forbidden_import(
     default_project: Path, tmp_path: Path, module: str, line: str, broken: str
 ) -> None:
     project = working_copy(default_project, tmp_path)
-    target = project / "src" / PACKAGE / module
+    target = project / module
     target.write_text(target.read_text() + f"\n{line}  # noqa: E402, F401\n")
     result = subprocess.run(
         [str(BIN_DIR / "lint-imports"), "--no-cache"],

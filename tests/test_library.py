@@ -11,6 +11,7 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
 from conftest import TEMPLATE_DIR, check_container_header, check_suite_run, run_tool
 
 LIBRARY = TEMPLATE_DIR / "library"
@@ -38,16 +39,27 @@ OLDEST_PROOFS = (
 )
 
 
-def test_the_library_passes_its_lint_unit_and_integration_suites(kafka_image: str) -> None:
-    # kafka_image: tests/integration/test_container_backend.py starts containers of it.
+# The longest test here: `make test` runs it in a pytest-xdist worker of its own, beside one
+# that runs the other suites (the group below), which take about as long together.
+@pytest.mark.xdist_group("library")
+def test_the_library_passes_its_lint_unit_and_integration_suites(
+    request: pytest.FixtureRequest,
+) -> None:
     # In this environment, which holds the library's tools at its pins and the library
     # itself, editable: one virtualenv with pyspark fewer to build.
-    result = run_tool(["make", "test", f"VENV={sys.prefix}"], cwd=LIBRARY, env=ENV, timeout=3000)
-    lines = check_suite_run("[library]", result.stdout, CONNECTOR, (PARITY,))
+    checks = run_tool(["make", "lint", "unit", f"VENV={sys.prefix}"], cwd=LIBRARY, env=ENV)
+    # tests/integration/test_container_backend.py starts containers of the Kafka image,
+    # which .ci/run builds in the background meanwhile: only now is it waited for.
+    request.getfixturevalue("kafka_image")
+    result = run_tool(
+        ["make", "integration", f"VENV={sys.prefix}"], cwd=LIBRARY, env=ENV, timeout=3000
+    )
+    lines = check_suite_run("[library]", checks.stdout + result.stdout, CONNECTOR, (PARITY,))
     for test in (KILLS, PROOF):
         assert any(line.startswith(f"PASSED {test}") for line in lines), f"{test} did not pass"
 
 
+@pytest.mark.xdist_group("other suites")
 def test_the_librarys_proofs_hold_on_the_oldest_spark_on_a_kafka_container(
     kafka_image: str,
 ) -> None:
@@ -86,6 +98,7 @@ BENCH_FIGURES = {
 }
 
 
+@pytest.mark.xdist_group("other suites")
 def test_the_librarys_benchmarks_run_once_on_small_data_and_their_checks_hold(
     tmp_path: Path,
 ) -> None:
