@@ -67,7 +67,7 @@ from pyspark_kafka_upgrade._domain.records.verification import (
 from pyspark_kafka_upgrade._domain.values.offsets import PartitionKey
 from pyspark_kafka_upgrade._domain.values.validation import WindowSpec
 from pyspark_kafka_upgrade._example.pipeline import PROJECT
-from pyspark_kafka_upgrade.testing.simulator import AppendQuery, Record, Windows
+from pyspark_kafka_upgrade.testing._simulator import AppendQuery, Record, Windows
 
 TOPIC = "views"
 MINUTE = 60_000
