@@ -3,9 +3,10 @@
 The plugin (``plugin``, loaded by the ``pytest11`` entry point) gives ``kafka_backend``,
 ``spark`` and ``project``; the names below give the rest: real Kafka topics, static frames
 for the query's steps, the parser mirror's check, what ``upgrade plan`` and ``run`` see of an
-edit, the commands the docs show, and the upgrade proved on the project's own events; and
-for a project's CI, what the brokers need (the container image, the apache backend's Maven
-coordinates, whether a container engine answers, the test PostgreSQL's variable).
+edit, the commands the docs show, the upgrade proved on the project's own events, and a
+search for a leaked secret; and for a project's CI, what the brokers need (the container
+image, the apache backend's Maven coordinates, whether a container engine answers, the test
+PostgreSQL's variable).
 
 Each name is imported when it is first used, not with this package: loading the plugin (or
 ``import pyspark_kafka_upgrade.testing``) needs neither pyspark, py4j nor a Kafka client, so
@@ -49,6 +50,7 @@ if TYPE_CHECKING:
     from pyspark_kafka_upgrade.testing._ledgers import POSTGRES_DSN_ENV
     from pyspark_kafka_upgrade.testing._mirror import mirror_disagreements
     from pyspark_kafka_upgrade.testing._proof import ProofReport, prove_upgrade
+    from pyspark_kafka_upgrade.testing._secret_search import assert_no_secret
     from pyspark_kafka_upgrade.testing._signatures import (
         advice,
         query_source,
@@ -89,6 +91,7 @@ _WHERE = {
     "mirror_disagreements": "pyspark_kafka_upgrade.testing._mirror",
     "ProofReport": "pyspark_kafka_upgrade.testing._proof",
     "prove_upgrade": "pyspark_kafka_upgrade.testing._proof",
+    "assert_no_secret": "pyspark_kafka_upgrade.testing._secret_search",
     "advice": "pyspark_kafka_upgrade.testing._signatures",
     "query_source": "pyspark_kafka_upgrade.testing._signatures",
     "run_refusal": "pyspark_kafka_upgrade.testing._signatures",
@@ -109,6 +112,7 @@ __all__ = [
     "Record",
     "SparkCluster",
     "advice",
+    "assert_no_secret",
     "connector_under_test",
     "create_topic",
     "docker_is_available",
