@@ -199,10 +199,7 @@ def kafka_image() -> str:
         if status.read_text().strip() != "0":
             pytest.fail(f"the Kafka image's build failed:\n{built[-4000:]}", pytrace=False)
         report_inner_run([f"[kafka image] {line}" for line in built.splitlines()])
-    from pyspark_kafka_upgrade.testing.kafka_backends import (
-        DEFAULT_KAFKA_IMAGE,
-        docker_is_available,
-    )
+    from pyspark_kafka_upgrade.testing import DEFAULT_KAFKA_IMAGE, docker_is_available
 
     if not docker_is_available():
         reason = "no container engine answers Docker's API (DOCKER_HOST?)"

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from conftest import TEMPLATE_DIR
-from pyspark_kafka_upgrade.testing import kafka_backends
+from pyspark_kafka_upgrade.testing import DEFAULT_KAFKA_IMAGE, kafka_coordinates
 
 IMAGE_DIR = TEMPLATE_DIR / ".ci" / "kafka-image"
 
@@ -22,9 +22,9 @@ def build_default(name: str) -> str:
 
 def test_the_image_is_the_release_and_binding_the_apache_backend_runs() -> None:
     version = build_default("KAFKA_VERSION")
-    binding = kafka_backends.kafka_coordinates(version)[1]
+    binding = kafka_coordinates(version)[1]
 
-    assert f"apache/kafka:{version}" == kafka_backends.DEFAULT_KAFKA_IMAGE
+    assert f"apache/kafka:{version}" == DEFAULT_KAFKA_IMAGE
     assert binding.endswith(f":{build_default('LOG4J_VERSION')}")
 
 

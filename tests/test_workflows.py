@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 from conftest import ALL_COMBINATIONS, BIN_DIR, TEMPLATE_DIR, combination_id, run_tool
-from pyspark_kafka_upgrade.testing import ledgers
+from pyspark_kafka_upgrade.testing import POSTGRES_DSN_ENV
 
 PINNED_ACTION = re.compile(r"uses:\s*[\w.-]+/[\w.-]+@[0-9a-f]{40}\s+#\s*v\d")
 
@@ -78,7 +78,7 @@ def test_every_job_that_runs_tests_has_the_services_they_need(
 
     # The upgrade's proof keeps its ledger in the project's store, through the plugin,
     # which reads the server's address from this variable.
-    assert ledgers.POSTGRES_DSN_ENV == DSN_VARIABLE
+    assert POSTGRES_DSN_ENV == DSN_VARIABLE
     for (name, target), job in testing.items():
         uses = [str(step.get("uses", "")) for step in job.get("steps", [])]
         # Spark runs in a JVM; the built-in connector's jars come from mvn (on the runner).

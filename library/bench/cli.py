@@ -16,12 +16,13 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
-import pyspark_kafka_upgrade.testing.kafka_backends as brokers
 from bench import table
 from bench.benchmarks import BENCHMARKS
 from bench.kit import environment
 from bench.kit.context import Benchmark, Connector, Context
 from bench.record import BenchRecordError, BenchRun, Mode, Outcome, Status
+from pyspark_kafka_upgrade import testing
+from pyspark_kafka_upgrade.testing._kafka.start import start_kafka_backend
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
@@ -137,12 +138,12 @@ def run_benchmarks(
 
 
 @contextmanager
-def broker(chosen: Sequence[Benchmark]) -> Iterator[brokers.KafkaBackend]:
+def broker(chosen: Sequence[Benchmark]) -> Iterator[testing.KafkaBackend]:
     """The run's one broker, chosen as the tests choose theirs; none for pure benchmarks."""
     if not any(benchmark.needs_kafka for benchmark in chosen):
-        yield brokers.KafkaBackend("none", "", "none (no benchmark chosen reads Kafka)")
+        yield testing.KafkaBackend("none", "", "none (no benchmark chosen reads Kafka)")
         return
-    with brokers.start_kafka_backend(progress=say) as backend:
+    with start_kafka_backend(progress=say) as backend:
         yield backend
 
 

@@ -50,9 +50,11 @@ import pyspark
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 
-import pyspark_kafka_upgrade.testing.kafka_backends as kafka  # noqa: E402
 import support.pipelines as pipelines  # noqa: E402
+from pyspark_kafka_upgrade import testing  # noqa: E402
 from pyspark_kafka_upgrade._example.pipeline import PROJECT  # noqa: E402
+from pyspark_kafka_upgrade.testing._kafka.backend import KafkaBackendError  # noqa: E402
+from pyspark_kafka_upgrade.testing._kafka.start import start_kafka_backend  # noqa: E402
 
 # The command a user of the pipeline types; the module this runs it as.
 PACKAGE = PROJECT.command
@@ -103,7 +105,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if any(work.iterdir()):
         parser.error(f"{work} is not empty: give a new or empty --dir")
     try:
-        with kafka.start_kafka_backend() as backend:
+        with start_kafka_backend() as backend:
             say(f"Kafka: {backend.description}")
             outcome = demo(work, backend.bootstrap_servers, args.connector)
         say(f"\nSettings, checkpoints, output and ledger are in {work}")
@@ -111,7 +113,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except StepFailedError as error:
         print(f"\ndemo: {error}", file=sys.stderr)
         return 2
-    except kafka.KafkaBackendError as error:
+    except KafkaBackendError as error:
         print(f"demo: no Kafka to run on: {error}", file=sys.stderr)
         return 2
 
@@ -129,12 +131,12 @@ def demo(work: Path, bootstrap: str, connector: str) -> int:
         f"{FIRST_EVENTS} events from {iso(times[0])}, one every 20 s, over {PARTITIONS} "
         f"partitions, and {len(MALFORMED)} malformed records. Settings: {version_1}",
     )
-    kafka.create_topic(bootstrap, topic, PARTITIONS)
-    kafka.produce(bootstrap, topic, events[:FIRST_EVENTS])
-    kafka.produce(
+    testing.create_topic(bootstrap, topic, PARTITIONS)
+    testing.produce(bootstrap, topic, events[:FIRST_EVENTS])
+    testing.produce(
         bootstrap,
         topic,
-        [kafka.Record(i % PARTITIONS, None, value, BASE_MS) for i, value in enumerate(MALFORMED)],
+        [testing.Record(i % PARTITIONS, None, value, BASE_MS) for i, value in enumerate(MALFORMED)],
     )
     print(version_1.read_text())
 
@@ -187,7 +189,7 @@ def demo(work: Path, bootstrap: str, connector: str) -> int:
         f"{MORE_EVENTS} events from {iso(times[FIRST_EVENTS])} on. The replay drops every "
         "window that ends at or before W: generation 1 wrote those.",
     )
-    kafka.produce(bootstrap, topic, events[FIRST_EVENTS:])
+    testing.produce(bootstrap, topic, events[FIRST_EVENTS:])
     run(version_2, "--available-now")
 
     heading(

@@ -23,7 +23,7 @@ from pyspark_kafka_upgrade._adapters.spark.listener import LedgerListener
 from pyspark_kafka_upgrade._application.run.queries import METRICS
 from pyspark_kafka_upgrade._core.settings import Settings, load_settings
 from pyspark_kafka_upgrade._example.pipeline import PROJECT
-from pyspark_kafka_upgrade.testing.ledgers import DEFAULT_POSTGRES_DSN, POSTGRES_DSN_ENV
+from pyspark_kafka_upgrade.testing._ledgers import DEFAULT_POSTGRES_DSN, POSTGRES_DSN_ENV
 from support import pipelines
 
 TIMEOUT_S = 1800

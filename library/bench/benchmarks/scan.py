@@ -34,11 +34,11 @@ from typing import Any
 
 from confluent_kafka import Consumer, TopicPartition
 
-import pyspark_kafka_upgrade.testing.kafka_backends as brokers
 from bench.kit import processes, topics
 from bench.kit.context import Benchmark, Context, Result
 from bench.kit.timing import ratios, side_by_side
 from bench.record import Figure, Series, Target
+from pyspark_kafka_upgrade import testing
 from pyspark_kafka_upgrade._adapters.kafka import partition_reader
 from pyspark_kafka_upgrade._application.upgrade import event_scan
 from pyspark_kafka_upgrade._application.upgrade.gather import source_options
@@ -139,7 +139,7 @@ def run(ctx: Context) -> Result:
 
 
 def fill(ctx: Context, records: int) -> str:
-    topic = brokers.unique_topic(f"bench-scan-{records}")
+    topic = testing.unique_topic(f"bench-scan-{records}")
     ctx.say(f"filling {topic}: {records:,} page views in {PARTITIONS} partitions ...")
     started = time.perf_counter()
     topics.fill_topic(ctx.bootstrap, topic, records, PARTITIONS, page_views)
@@ -148,13 +148,13 @@ def fill(ctx: Context, records: int) -> str:
     return topic
 
 
-def page_views(indices: range) -> list[brokers.Record]:
+def page_views(indices: range) -> list[testing.Record]:
     """Page view j: partition j mod PARTITIONS, event time and CreateTime STEP_MS after j - 1."""
     made = []
     for j in indices:
         article, time_ms = ARTICLES[j % len(ARTICLES)], pipelines.BASE_MS + j * STEP_MS
         value = pipelines.event_value(article, time_ms)
-        made.append(brokers.Record(j % PARTITIONS, article.encode(), value, time_ms))
+        made.append(testing.Record(j % PARTITIONS, article.encode(), value, time_ms))
     return made
 
 

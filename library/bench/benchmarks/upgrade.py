@@ -36,13 +36,13 @@ from typing import TypeVar
 
 import psutil
 
-import pyspark_kafka_upgrade.testing.driver_process as driver_process
-import pyspark_kafka_upgrade.testing.kafka_backends as brokers
-import pyspark_kafka_upgrade.testing.oracle as oracle
-import pyspark_kafka_upgrade.testing.waiting as waiting
+import pyspark_kafka_upgrade.testing._driver_process as driver_process
+import pyspark_kafka_upgrade.testing._oracle as oracle
+import pyspark_kafka_upgrade.testing._waiting as waiting
 from bench.kit.context import Benchmark, Connector, Context, Result
 from bench.kit.timing import ratios, side_by_side
 from bench.record import Figure, Series, Target
+from pyspark_kafka_upgrade import testing
 from pyspark_kafka_upgrade._domain.records.plan import UpgradePlan
 from support import pipelines
 
@@ -90,11 +90,11 @@ class Pipeline:
 
     def __init__(self, ctx: Context, connector: Connector) -> None:
         self.ctx, self.label = ctx, LABELS[connector]
-        self.topic = brokers.unique_topic(f"bench-upgrade-{self.label}")
+        self.topic = testing.unique_topic(f"bench-upgrade-{self.label}")
         self.work = ctx.workdir / self.topic
         self.work.mkdir(parents=True)
         self.log = oracle.EventLog(ctx.bootstrap)
-        brokers.create_topic(ctx.bootstrap, self.topic, PARTITIONS)
+        testing.create_topic(ctx.bootstrap, self.topic, PARTITIONS)
         tests = pipelines.pipeline_overrides(self.work, ctx.bootstrap, self.topic)
         self.base = [
             *(override for override in tests if not override.startswith("kafka.connector=")),
@@ -285,7 +285,7 @@ class Pipeline:
         for i in range(first, first + count):
             article, time_ms = ARTICLES[i % len(ARTICLES)], pipelines.BASE_MS + i * EVENT_EVERY_MS
             value = pipelines.event_value(article, time_ms)
-            records.append(brokers.Record(i % PARTITIONS, article.encode(), value, time_ms))
+            records.append(testing.Record(i % PARTITIONS, article.encode(), value, time_ms))
         self.log.produce(self.topic, records)
 
     def ends(self) -> dict[int, int]:

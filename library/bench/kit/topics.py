@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Sequence
 
-import pyspark_kafka_upgrade.testing.kafka_backends as brokers
 import support.pipelines as pipelines
+from pyspark_kafka_upgrade import testing
 
 # Records per produce() call: bounds the producer's memory, whatever --records says.
 _CHUNK = 50_000
@@ -20,12 +20,12 @@ def fill_topic(
     topic: str,
     records: int,
     partitions: int,
-    make: Callable[[range], Iterable[brokers.Record]],
+    make: Callable[[range], Iterable[testing.Record]],
 ) -> None:
     """Create ``topic`` and produce ``records`` records, ``make`` building each chunk's."""
-    brokers.create_topic(bootstrap, topic, partitions)
+    testing.create_topic(bootstrap, topic, partitions)
     for start in range(0, records, _CHUNK):
-        brokers.produce(
+        testing.produce(
             bootstrap,
             topic,
             make(range(start, min(start + _CHUNK, records))),
@@ -33,7 +33,7 @@ def fill_topic(
         )
 
 
-def page_views(indices: range, partitions: int, articles: Sequence[str]) -> list[brokers.Record]:
+def page_views(indices: range, partitions: int, articles: Sequence[str]) -> list[testing.Record]:
     """Valid page views number ``indices``: the windowed job aggregates every one of them."""
     first = pipelines.BASE_MS + indices.start * EVENT_STEP_MS
     return pipelines.page_views(
@@ -50,7 +50,7 @@ def page_view_topic(
     say: Callable[[str], None],
 ) -> str:
     """A new topic of ``records`` page views (:func:`page_views`); its name."""
-    topic = brokers.unique_topic(prefix)
+    topic = testing.unique_topic(prefix)
     say(f"filling {topic}: {records:,} page views in {partitions} partitions ...")
     started = time.perf_counter()
     fill_topic(

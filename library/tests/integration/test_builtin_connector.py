@@ -22,11 +22,11 @@ from typing import Any
 import pyspark
 import pytest
 
-import pyspark_kafka_upgrade.testing.kafka_backends as backends
-import pyspark_kafka_upgrade.testing.spark
+import pyspark_kafka_upgrade.testing._spark
 
 # A straight import sorts before the package's from-imports whatever the package is named.
 import support.fake_repository as fake_repository
+from pyspark_kafka_upgrade import testing
 from pyspark_kafka_upgrade._adapters.kafka.connector import (
     read_kafka_stream,
 )
@@ -158,19 +158,19 @@ SCENARIOS: list[tuple[str, dict[int, int] | None, int]] = [
 ]
 
 
-def make_records() -> list[backends.Record]:
+def make_records() -> list[testing.Record]:
     records = []
     for i in range(RECORD_COUNT):
         # 17 is coprime to 40: timestamps are a permutation, out of order within partitions.
         timestamp_ms = BASE_TIMESTAMP_MS + ((i * 17) % RECORD_COUNT) * 1_000 + i
         key = None if i % 9 == 4 else f"article-{i % 5}".encode()
         value = None if i == 23 else json.dumps({"n": i}).encode()
-        records.append(backends.Record(i % PARTITIONS, key, value, timestamp_ms))
+        records.append(testing.Record(i % PARTITIONS, key, value, timestamp_ms))
     return records
 
 
 def expected_rows(
-    topic: str, records: Sequence[backends.Record], start: Mapping[int, int]
+    topic: str, records: Sequence[testing.Record], start: Mapping[int, int]
 ) -> list[Any]:
     next_offset = dict.fromkeys(range(PARTITIONS), 0)
     rows = []
@@ -198,13 +198,13 @@ def expected_rows(
 def test_both_connectors_read_identical_dataframes(
     request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
-    pyspark_kafka_upgrade.testing.spark.skip_unless_builtin_jars_can_be_had()
+    pyspark_kafka_upgrade.testing._spark.skip_unless_builtin_jars_can_be_had()
     # Requested only now, so that a skipped comparison starts no broker.
-    backend: backends.KafkaBackend = request.getfixturevalue("kafka_backend")
-    topic = backends.unique_topic("connector-parity")
+    backend: testing.KafkaBackend = request.getfixturevalue("kafka_backend")
+    topic = testing.unique_topic("connector-parity")
     records = make_records()
-    backends.create_topic(backend.bootstrap_servers, topic, PARTITIONS)
-    backends.produce(backend.bootstrap_servers, topic, records)
+    testing.create_topic(backend.bootstrap_servers, topic, PARTITIONS)
+    testing.produce(backend.bootstrap_servers, topic, records)
 
     result = run_child(
         ["compare", backend.bootstrap_servers, topic, str(tmp_path / "work")],

@@ -21,20 +21,19 @@ from typing import Any
 
 import pytest
 
-from pyspark_kafka_upgrade.testing.kafka_backends import (
+from pyspark_kafka_upgrade.testing import (
     DEFAULT_KAFKA_IMAGE,
-    BackendChoice,
     Record,
-    consume_all,
     create_topic,
     docker_is_available,
-    image_problem,
     produce,
-    resolve_backend_choice,
-    start_kafka_backend,
     unique_topic,
+    wait_until,
 )
-from pyspark_kafka_upgrade.testing.waiting import wait_until
+from pyspark_kafka_upgrade.testing._kafka.choice import BackendChoice, resolve_backend_choice
+from pyspark_kafka_upgrade.testing._kafka.image import image_problem
+from pyspark_kafka_upgrade.testing._kafka.start import start_kafka_backend
+from pyspark_kafka_upgrade.testing._kafka.topics import consume_all
 
 pytestmark = pytest.mark.integration
 
@@ -168,7 +167,7 @@ def test_an_explicit_choice_stops_the_run_with_the_pull_error_in_one_line(
 INNER_KILLS_ITS_CONTAINER = """
 import docker
 
-from pyspark_kafka_upgrade.testing.waiting import wait_until
+from pyspark_kafka_upgrade.testing import wait_until
 
 
 def test_kills_the_container(kafka_backend):

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-import pyspark_kafka_upgrade.testing.kafka_backends as kafka
-import pyspark_kafka_upgrade.testing.spark
+import pyspark_kafka_upgrade.testing._spark
+from pyspark_kafka_upgrade import testing
 from pyspark_kafka_upgrade._example.pipeline import PROJECT
 
 DEMO = Path(__file__).resolve().parents[2] / "demo" / "upgrade_demo.py"
@@ -20,16 +20,14 @@ DEMO = Path(__file__).resolve().parents[2] / "demo" / "upgrade_demo.py"
 @pytest.mark.integration
 # The connector the session tests (KAFKA_CONNECTOR): a run of the suite on each connector
 # plays the demo on each, without playing it twice in one run.
-@pytest.mark.parametrize(
-    "connector", [pyspark_kafka_upgrade.testing.spark.connector_under_test(PROJECT)]
-)
+@pytest.mark.parametrize("connector", [testing.connector_under_test(PROJECT)])
 def test_the_demo_upgrades_without_loss_and_says_so(
     request: pytest.FixtureRequest, tmp_path: Path, connector: str
 ) -> None:
     if connector == "builtin":
-        pyspark_kafka_upgrade.testing.spark.skip_unless_builtin_jars_can_be_had()
+        pyspark_kafka_upgrade.testing._spark.skip_unless_builtin_jars_can_be_had()
     # Requested only now, so that a skipped run starts no broker.
-    backend: kafka.KafkaBackend = request.getfixturevalue("kafka_backend")
+    backend: testing.KafkaBackend = request.getfixturevalue("kafka_backend")
     work = tmp_path / "demo"
     env = {**os.environ, "KAFKA_BOOTSTRAP_SERVERS": backend.bootstrap_servers}
     env.pop("KAFKA_BACKEND", None)  # the demo takes the broker this session runs

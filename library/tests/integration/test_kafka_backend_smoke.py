@@ -24,20 +24,22 @@ from typing import IO
 
 import pytest
 
-from pyspark_kafka_upgrade.testing.kafka_backends import (
-    CREATE_TIME,
-    ConsumedRecord,
+from pyspark_kafka_upgrade.testing import (
     KafkaBackend,
     Record,
-    apache_problem,
-    consume_all,
     create_topic,
     produce,
-    start_kafka_backend,
-    topic_config,
     unique_topic,
+    wait_until,
 )
-from pyspark_kafka_upgrade.testing.waiting import wait_until
+from pyspark_kafka_upgrade.testing._kafka.apache_runtime import apache_problem
+from pyspark_kafka_upgrade.testing._kafka.start import start_kafka_backend
+from pyspark_kafka_upgrade.testing._kafka.topics import (
+    CREATE_TIME,
+    ConsumedRecord,
+    consume_all,
+    topic_config,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -60,7 +62,7 @@ CHILD = """
 import signal
 import sys
 
-from pyspark_kafka_upgrade.testing.kafka_backends import start_kafka_backend
+from pyspark_kafka_upgrade.testing._kafka.start import start_kafka_backend
 
 with start_kafka_backend("apache") as backend:
     print("ready", backend.pid, backend.bootstrap_servers, flush=True)
@@ -310,7 +312,7 @@ INNER_TESTS = """
 import os
 import signal
 
-from pyspark_kafka_upgrade.testing.waiting import wait_until
+from pyspark_kafka_upgrade.testing import wait_until
 
 
 def test_kills_the_broker(kafka_backend):

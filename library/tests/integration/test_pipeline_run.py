@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
-import pyspark_kafka_upgrade.testing.kafka_backends as kafka
-import pyspark_kafka_upgrade.testing.waiting as waiting
+import pyspark_kafka_upgrade.testing._waiting as waiting
 import support.background_run as background
 import support.pipelines as pipelines
+from pyspark_kafka_upgrade import testing
 from pyspark_kafka_upgrade._adapters.checkpoint.reader import (
     read_checkpoint,
 )
@@ -115,9 +115,9 @@ def oracle(events: list[tuple[int, str]], watermark_ms: int) -> Counter[tuple[in
 
 
 @pytest.fixture
-def topic(kafka_backend: kafka.KafkaBackend) -> str:
-    name = kafka.unique_topic("pipeline")
-    kafka.create_topic(kafka_backend.bootstrap_servers, name, 2)
+def topic(kafka_backend: testing.KafkaBackend) -> str:
+    name = testing.unique_topic("pipeline")
+    testing.create_topic(kafka_backend.bootstrap_servers, name, 2)
     return name
 
 
@@ -128,14 +128,14 @@ def run(settings: Settings, spark: SparkSession) -> RunSummary:
 
 
 def test_the_ledger_holds_what_the_query_reported_and_malformed_records_are_quarantined(
-    spark: SparkSession, kafka_backend: kafka.KafkaBackend, topic: str, tmp_path: Path
+    spark: SparkSession, kafka_backend: testing.KafkaBackend, topic: str, tmp_path: Path
 ) -> None:
     bootstrap = kafka_backend.bootstrap_servers
     times = [BASE_MS + i * MINUTE_MS for i in range(40)]
     records = pipelines.page_views(["a1", "a2"], times, partitions=2)
-    kafka.produce(bootstrap, topic, records)
-    kafka.produce(
-        bootstrap, topic, [kafka.Record(i % 2, None, v, BASE_MS) for i, v in enumerate(MALFORMED)]
+    testing.produce(bootstrap, topic, records)
+    testing.produce(
+        bootstrap, topic, [testing.Record(i % 2, None, v, BASE_MS) for i, v in enumerate(MALFORMED)]
     )
     settings = pipelines.pipeline_settings(
         tmp_path, bootstrap, topic, "kafka.max_offsets_per_trigger=10"
@@ -169,7 +169,7 @@ def test_the_ledger_holds_what_the_query_reported_and_malformed_records_are_quar
 
 
 def test_a_restart_continues_the_generation_and_writes_no_window_twice(
-    spark: SparkSession, kafka_backend: kafka.KafkaBackend, topic: str, tmp_path: Path
+    spark: SparkSession, kafka_backend: testing.KafkaBackend, topic: str, tmp_path: Path
 ) -> None:
     bootstrap = kafka_backend.bootstrap_servers
     times = [BASE_MS + i * MINUTE_MS for i in range(40)]
@@ -179,10 +179,10 @@ def test_a_restart_continues_the_generation_and_writes_no_window_twice(
         tmp_path, bootstrap, topic, "window.watermark_delay=8 minutes"
     )
     settings = pipelines.pipeline_settings(tmp_path, bootstrap, topic)
-    kafka.produce(bootstrap, topic, records[:20])
+    testing.produce(bootstrap, topic, records[:20])
     run(patient, spark)
     first = ledger_batches(settings, spark)
-    kafka.produce(bootstrap, topic, records[20:])
+    testing.produce(bootstrap, topic, records[20:])
 
     run(settings, spark)
 
@@ -206,7 +206,7 @@ def test_a_restart_continues_the_generation_and_writes_no_window_twice(
 
 
 def test_a_second_run_on_a_held_generation_is_refused_and_touches_nothing(
-    spark: SparkSession, kafka_backend: kafka.KafkaBackend, topic: str, tmp_path: Path
+    spark: SparkSession, kafka_backend: testing.KafkaBackend, topic: str, tmp_path: Path
 ) -> None:
     settings = pipelines.pipeline_settings(tmp_path, kafka_backend.bootstrap_servers, topic)
     layout = GenerationLayout(settings.pipeline.root, 1)
@@ -218,11 +218,11 @@ def test_a_second_run_on_a_held_generation_is_refused_and_touches_nothing(
 
 
 def test_a_stop_request_lets_the_batch_in_flight_commit(
-    spark: SparkSession, kafka_backend: kafka.KafkaBackend, topic: str, tmp_path: Path
+    spark: SparkSession, kafka_backend: testing.KafkaBackend, topic: str, tmp_path: Path
 ) -> None:
     bootstrap = kafka_backend.bootstrap_servers
     times = [BASE_MS + i * MINUTE_MS for i in range(30)]
-    kafka.produce(bootstrap, topic, pipelines.page_views(["a1"], times, partitions=2))
+    testing.produce(bootstrap, topic, pipelines.page_views(["a1"], times, partitions=2))
     settings = pipelines.pipeline_settings(
         tmp_path, bootstrap, topic, "kafka.max_offsets_per_trigger=5"
     )
@@ -245,14 +245,14 @@ def test_a_stop_request_lets_the_batch_in_flight_commit(
 
 def test_the_inspector_reads_the_run_checkpoint_and_agrees_with_the_ledger(
     spark: SparkSession,
-    kafka_backend: kafka.KafkaBackend,
+    kafka_backend: testing.KafkaBackend,
     topic: str,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     bootstrap = kafka_backend.bootstrap_servers
     times = [BASE_MS + i * MINUTE_MS for i in range(25)]
-    kafka.produce(bootstrap, topic, pipelines.page_views(["a1", "a2"], times, partitions=2))
+    testing.produce(bootstrap, topic, pipelines.page_views(["a1", "a2"], times, partitions=2))
     settings = pipelines.pipeline_settings(
         tmp_path, bootstrap, topic, "kafka.max_offsets_per_trigger=10"
     )
@@ -295,11 +295,11 @@ def test_the_inspector_reads_the_run_checkpoint_and_agrees_with_the_ledger(
 
 
 def test_a_change_the_checkpoint_cannot_carry_is_refused_with_advice(
-    spark: SparkSession, kafka_backend: kafka.KafkaBackend, topic: str, tmp_path: Path
+    spark: SparkSession, kafka_backend: testing.KafkaBackend, topic: str, tmp_path: Path
 ) -> None:
     bootstrap = kafka_backend.bootstrap_servers
     times = [BASE_MS + i * MINUTE_MS for i in range(12)]
-    kafka.produce(bootstrap, topic, pipelines.page_views(["a1"], times, partitions=2))
+    testing.produce(bootstrap, topic, pipelines.page_views(["a1"], times, partitions=2))
     settings = pipelines.pipeline_settings(tmp_path, bootstrap, topic)
     run(settings, spark)
     before = ledger_batches(settings, spark)
@@ -309,7 +309,7 @@ def test_a_change_the_checkpoint_cannot_carry_is_refused_with_advice(
         topic,
         'aggregation.metrics={"views": "count(*)", "users": "approx_count_distinct(user_id)"}',
     )
-    kafka.produce(bootstrap, topic, pipelines.page_views(["a1"], [times[-1] + MINUTE_MS], 2))
+    testing.produce(bootstrap, topic, pipelines.page_views(["a1"], [times[-1] + MINUTE_MS], 2))
 
     with pytest.raises(UpgradeRequiredError, match="aggregates") as refused:
         run(version_2, spark)

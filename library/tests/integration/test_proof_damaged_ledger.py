@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-import pyspark_kafka_upgrade.testing.kafka_backends as kafka
-import pyspark_kafka_upgrade.testing.oracle as oracle
+import pyspark_kafka_upgrade.testing._oracle as oracle
 import support.ledger_damage as damage
 import support.pipelines as pipelines
+from pyspark_kafka_upgrade import testing
 from pyspark_kafka_upgrade._application.run.run_command import (
     RunRequest,
     run_pipeline,
@@ -67,11 +67,11 @@ def run(settings: Settings, spark: SparkSession) -> None:
 
 
 @pytest.fixture
-def stopped(spark: SparkSession, kafka_backend: kafka.KafkaBackend, tmp_path: Path) -> Stopped:
+def stopped(spark: SparkSession, kafka_backend: testing.KafkaBackend, tmp_path: Path) -> Stopped:
     """Version 1 read 40 events, 10 a batch, and stopped: 10:30-10:40 is still open."""
     bootstrap = kafka_backend.bootstrap_servers
-    topic = kafka.unique_topic("proof-ledger")
-    kafka.create_topic(bootstrap, topic, 2)
+    topic = testing.unique_topic("proof-ledger")
+    testing.create_topic(bootstrap, topic, 2)
     log = oracle.EventLog(bootstrap)
     log.produce(topic, pipelines.page_views(ARTICLES, TIMES[:40], partitions=2))
     rate = "kafka.max_offsets_per_trigger=10"

@@ -12,9 +12,13 @@ from pyspark.sql import SparkSession
 
 from pyspark_kafka_upgrade._domain.values.project import Project
 from pyspark_kafka_upgrade._example.pipeline import PROJECT
-from pyspark_kafka_upgrade.testing.kafka_backends import KafkaBackend
-from pyspark_kafka_upgrade.testing.proof import ProofReport, prove_upgrade
-from pyspark_kafka_upgrade.testing.signatures import query_source, with_query_source
+from pyspark_kafka_upgrade.testing import (
+    KafkaBackend,
+    ProofReport,
+    prove_upgrade,
+    query_source,
+    with_query_source,
+)
 
 pytestmark = pytest.mark.integration
 

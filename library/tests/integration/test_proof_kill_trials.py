@@ -22,14 +22,13 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-import pyspark_kafka_upgrade.testing.driver_process as driver_process
-import pyspark_kafka_upgrade.testing.kafka_backends as kafka
-import pyspark_kafka_upgrade.testing.oracle as oracle
-import pyspark_kafka_upgrade.testing.spark
-import pyspark_kafka_upgrade.testing.waiting as waiting
+import pyspark_kafka_upgrade.testing._driver_process as driver_process
+import pyspark_kafka_upgrade.testing._oracle as oracle
+import pyspark_kafka_upgrade.testing._waiting as waiting
 import support.pipelines as pipelines
 import support.plans as plans
 import support.soak_table as soak_table
+from pyspark_kafka_upgrade import testing
 from pyspark_kafka_upgrade._adapters.ledger.opening import (
     open_store,
 )
@@ -51,7 +50,7 @@ from pyspark_kafka_upgrade._domain.values.layout import (
     GenerationLayout,
 )
 from pyspark_kafka_upgrade._example.pipeline import PROJECT
-from pyspark_kafka_upgrade.testing.proof import verify_says
+from pyspark_kafka_upgrade.testing._proof import verify_says
 
 pytestmark = pytest.mark.integration
 
@@ -190,11 +189,11 @@ def observed(checkpoint: Path, settings: Settings, spark: SparkSession) -> str:
 
 @pytest.mark.parametrize("trial", trials(), ids=lambda t: f"trial{t.number}-seed{t.seed}")
 def test_kill_9_at_random_moments_loses_and_repeats_nothing(
-    spark: SparkSession, kafka_backend: kafka.KafkaBackend, tmp_path: Path, trial: Trial
+    spark: SparkSession, kafka_backend: testing.KafkaBackend, tmp_path: Path, trial: Trial
 ) -> None:
     bootstrap = kafka_backend.bootstrap_servers
-    topic = kafka.unique_topic("kill-trial")
-    kafka.create_topic(bootstrap, topic, 2)
+    topic = testing.unique_topic("kill-trial")
+    testing.create_topic(bootstrap, topic, 2)
     log = oracle.EventLog(bootstrap)
     log.produce(
         topic,
@@ -296,7 +295,7 @@ def test_kill_9_at_random_moments_loses_and_repeats_nothing(
         soak_table.TrialRow(
             trial=trial.number,
             seed=trial.seed,
-            connector=pyspark_kafka_upgrade.testing.spark.connector_under_test(PROJECT),
+            connector=testing.connector_under_test(PROJECT),
             first_kill=first,
             second_kill=second,
             committed=len(committed),

@@ -20,10 +20,10 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-import pyspark_kafka_upgrade.testing.kafka_backends as kafka
-import pyspark_kafka_upgrade.testing.oracle as oracle
+import pyspark_kafka_upgrade.testing._oracle as oracle
 import support.pipelines as pipelines
 import support.plans as plans
+from pyspark_kafka_upgrade import testing
 from pyspark_kafka_upgrade._adapters.ledger.opening import (
     open_store,
 )
@@ -79,13 +79,13 @@ def lags(events: list[oracle.Event]) -> list[int]:
 
 def test_a_restart_counts_each_event_once_and_drops_exactly_the_late_ones(
     spark: SparkSession,
-    kafka_backend: kafka.KafkaBackend,
+    kafka_backend: testing.KafkaBackend,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     bootstrap = kafka_backend.bootstrap_servers
-    topic = kafka.unique_topic("proof-late")
-    kafka.create_topic(bootstrap, topic, 2)
+    topic = testing.unique_topic("proof-late")
+    testing.create_topic(bootstrap, topic, 2)
     log = oracle.EventLog(bootstrap)
     before = log.produce(
         topic, pipelines.page_views(ARTICLES, [at(m) for m in BEFORE_STOP], partitions=2)

@@ -27,11 +27,10 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming.query import StreamingQuery
 
-import pyspark_kafka_upgrade.testing.kafka_backends as kafka
-import pyspark_kafka_upgrade.testing.oracle as oracle
-import pyspark_kafka_upgrade.testing.spark
+import pyspark_kafka_upgrade.testing._oracle as oracle
 import support.pipelines as pipelines
 import support.pykafka_streams as pykafka_streams
+from pyspark_kafka_upgrade import testing
 from pyspark_kafka_upgrade._application.run.run_command import (
     RunRequest,
     run_pipeline,
@@ -67,7 +66,7 @@ class Stopped:
 
     settings: Settings
     log: oracle.EventLog
-    records: list[kafka.Record]
+    records: list[testing.Record]
     checkpoint: str
     output: str
     watermark_ms: int  # W: every window ending at or before it is written
@@ -91,11 +90,11 @@ def run(settings: Settings, spark: SparkSession) -> None:
 
 
 @pytest.fixture
-def stopped(spark: SparkSession, kafka_backend: kafka.KafkaBackend, tmp_path: Path) -> Stopped:
+def stopped(spark: SparkSession, kafka_backend: testing.KafkaBackend, tmp_path: Path) -> Stopped:
     """Version 1 ran over the first 40 of 60 in-order events, in batches of 10, and stopped."""
     bootstrap = kafka_backend.bootstrap_servers
-    topic = kafka.unique_topic("naive-restart")
-    kafka.create_topic(bootstrap, topic, 2)
+    topic = testing.unique_topic("naive-restart")
+    testing.create_topic(bootstrap, topic, 2)
     log = oracle.EventLog(bootstrap)
     records = pipelines.page_views(ARTICLES, TIMES, partitions=2)
     log.produce(topic, records[:READ_BY_GENERATION_1])
@@ -199,7 +198,7 @@ def start_windowed_count(
 ) -> StreamingQuery:
     """The pipeline's kind of query, built with Spark alone: Kafka, a windowed count with a
     watermark, appended as parquet; read with the connector under test."""
-    if pyspark_kafka_upgrade.testing.spark.connector_under_test(PROJECT) == "builtin":
+    if testing.connector_under_test(PROJECT) == "builtin":
         reader = spark.readStream.format("kafka")
     else:
         pykafka_streams.register(spark)

@@ -27,12 +27,11 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined, unused-ignore]
 )
 from pyspark.sql import SparkSession
 
-import pyspark_kafka_upgrade.testing.kafka_backends as kafka
-import pyspark_kafka_upgrade.testing.oracle as oracle
-import pyspark_kafka_upgrade.testing.spark as testing_spark
-import pyspark_kafka_upgrade.testing.waiting as waiting
+import pyspark_kafka_upgrade.testing._oracle as oracle
+import pyspark_kafka_upgrade.testing._waiting as waiting
 import support.pipelines as pipelines
 import support.plans as plans
+from pyspark_kafka_upgrade import testing
 from pyspark_kafka_upgrade._adapters.ledger.opening import open_store
 from pyspark_kafka_upgrade._application.run.run_command import (
     RunRequest,
@@ -79,7 +78,7 @@ def run_generation_1(
     connector: str | None = None,
 ) -> Settings:
     """Version 1 over the first 40 events of a new 2-partition topic, in batches of 10."""
-    kafka.create_topic(log.bootstrap, topic, 2)
+    testing.create_topic(log.bootstrap, topic, 2)
     log.produce(topic, pipelines.page_views(ARTICLES, TIMES[:READ_BY_GENERATION_1], 2))
     settings = pipelines.pipeline_settings(
         tmp_path, log.bootstrap, topic, RATE_LIMIT, *connector_setting(connector)
@@ -100,7 +99,7 @@ CONNECTORS = [
     pytest.param(
         "builtin",
         marks=pytest.mark.skipif(
-            testing_spark.connector_under_test(PROJECT) != "builtin",
+            testing.connector_under_test(PROJECT) != "builtin",
             reason="the session has the built-in connector's jars only with "
             "KAFKA_CONNECTOR=builtin",
         ),
@@ -136,11 +135,11 @@ def late_pairs(events: list[oracle.Event], watermark_ms: int) -> set[tuple[int, 
     }
 
 
-def written_long_ago(partitions: list[int]) -> list[kafka.Record]:
+def written_long_ago(partitions: list[int]) -> list[testing.Record]:
     """Events of 10:05, 10:15 and 10:25, in windows generation 1 wrote: one per partition."""
     times = [pipelines.BASE_MS + minute * MINUTE_MS for minute in (5, 15, 25)]
     return [
-        kafka.Record(
+        testing.Record(
             partition,
             b"old",
             pipelines.event_value("old", time_ms),
@@ -195,10 +194,10 @@ def add_partitions(bootstrap: str, topic: str, total: int) -> None:
 
 @pytest.mark.parametrize("connector", CONNECTORS)
 def test_partitions_added_before_the_upgrade_are_read_from_earliest_and_verify_agrees(
-    spark: SparkSession, kafka_backend: kafka.KafkaBackend, tmp_path: Path, connector: str
+    spark: SparkSession, kafka_backend: testing.KafkaBackend, tmp_path: Path, connector: str
 ) -> None:
     log = oracle.EventLog(kafka_backend.bootstrap_servers)
-    topic = kafka.unique_topic("added-partitions")
+    topic = testing.unique_topic("added-partitions")
     settings = run_generation_1(spark, log, topic, tmp_path, connector)
     watermark_ms = oracle.final_watermark_ms(GenerationLayout(settings.pipeline.root, 1).checkpoint)
 
@@ -241,11 +240,11 @@ def test_partitions_added_before_the_upgrade_are_read_from_earliest_and_verify_a
 
 @pytest.mark.parametrize("connector", CONNECTORS)
 def test_partitions_added_while_generation_1_runs_are_its_own_and_verify_agrees(
-    spark: SparkSession, kafka_backend: kafka.KafkaBackend, tmp_path: Path, connector: str
+    spark: SparkSession, kafka_backend: testing.KafkaBackend, tmp_path: Path, connector: str
 ) -> None:
     log = oracle.EventLog(kafka_backend.bootstrap_servers)
-    topic = kafka.unique_topic("grown-while-running")
-    kafka.create_topic(log.bootstrap, topic, 2)
+    topic = testing.unique_topic("grown-while-running")
+    testing.create_topic(log.bootstrap, topic, 2)
     log.produce(topic, pipelines.page_views(ARTICLES, TIMES[:20], 2))
     settings = pipelines.pipeline_settings(
         tmp_path, log.bootstrap, topic, RATE_LIMIT, *connector_setting(connector)
@@ -271,10 +270,10 @@ def test_partitions_added_while_generation_1_runs_are_its_own_and_verify_agrees(
 
 @pytest.mark.parametrize("connector", CONNECTORS)
 def test_partitions_added_while_generation_2_runs_and_verify_agrees(
-    spark: SparkSession, kafka_backend: kafka.KafkaBackend, tmp_path: Path, connector: str
+    spark: SparkSession, kafka_backend: testing.KafkaBackend, tmp_path: Path, connector: str
 ) -> None:
     log = oracle.EventLog(kafka_backend.bootstrap_servers)
-    topic = kafka.unique_topic("grown-after-upgrade")
+    topic = testing.unique_topic("grown-after-upgrade")
     settings = run_generation_1(spark, log, topic, tmp_path, connector)
     watermark_ms = oracle.final_watermark_ms(GenerationLayout(settings.pipeline.root, 1).checkpoint)
     log.produce(topic, pipelines.page_views(ARTICLES, TIMES[READ_BY_GENERATION_1:50], 2))
@@ -295,7 +294,7 @@ def test_partitions_added_while_generation_2_runs_and_verify_agrees(
     late = log.produce(
         topic,
         [
-            kafka.Record(
+            testing.Record(
                 2,
                 b"late",
                 pipelines.event_value("late", pipelines.BASE_MS + 37 * MINUTE_MS),
@@ -322,13 +321,13 @@ def test_partitions_added_while_generation_2_runs_and_verify_agrees(
 
 
 def test_an_added_partition_the_new_generation_skipped_is_lost_and_verify_says_so(
-    spark: SparkSession, kafka_backend: kafka.KafkaBackend, tmp_path: Path
+    spark: SparkSession, kafka_backend: testing.KafkaBackend, tmp_path: Path
 ) -> None:
     """The negative control: the plan, rewritten in the ledger after apply, starts the added
     partition at its end (as a naive `latest` would). Its records of windows after W are
     never read; `verify` must call those windows lost, naming the skipped records."""
     log = oracle.EventLog(kafka_backend.bootstrap_servers)
-    topic = kafka.unique_topic("added-skipped")
+    topic = testing.unique_topic("added-skipped")
     settings = run_generation_1(spark, log, topic, tmp_path)
     add_partitions(log.bootstrap, topic, 3)
     log.produce(topic, pipelines.page_views(ARTICLES, TIMES[READ_BY_GENERATION_1:], 3))
@@ -381,18 +380,18 @@ def restart_added_partition_at(settings: Settings, key: tuple[str, int], offset:
 
 
 def test_a_topic_added_to_the_subscription_is_read_from_its_earliest_offsets(
-    spark: SparkSession, kafka_backend: kafka.KafkaBackend, tmp_path: Path
+    spark: SparkSession, kafka_backend: testing.KafkaBackend, tmp_path: Path
 ) -> None:
     log = oracle.EventLog(kafka_backend.bootstrap_servers)
-    old_topic = kafka.unique_topic("subscribed")
+    old_topic = testing.unique_topic("subscribed")
     settings = run_generation_1(spark, log, old_topic, tmp_path)
     generation_1 = GenerationLayout(settings.pipeline.root, 1)
     watermark_ms = oracle.final_watermark_ms(generation_1.checkpoint)
 
     # The new topic holds events from 10:25 to 10:59, one every two minutes. Those of
     # 10:25-10:29 fall in the 10:20-10:30 windows generation 1 has written already.
-    new_topic = kafka.unique_topic("added-topic")
-    kafka.create_topic(log.bootstrap, new_topic, 2)
+    new_topic = testing.unique_topic("added-topic")
+    testing.create_topic(log.bootstrap, new_topic, 2)
     later = [pipelines.BASE_MS + minute * MINUTE_MS for minute in range(25, 60, 2)]
     log.produce(new_topic, pipelines.page_views(ARTICLES, later, 2))
     log.produce(old_topic, pipelines.page_views(ARTICLES, TIMES, 2)[READ_BY_GENERATION_1:])

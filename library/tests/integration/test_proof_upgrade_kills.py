@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-import pyspark_kafka_upgrade.testing.driver_process as driver_process
-import pyspark_kafka_upgrade.testing.kafka_backends as kafka
-import pyspark_kafka_upgrade.testing.oracle as oracle
-import pyspark_kafka_upgrade.testing.waiting as waiting
+import pyspark_kafka_upgrade.testing._driver_process as driver_process
+import pyspark_kafka_upgrade.testing._oracle as oracle
+import pyspark_kafka_upgrade.testing._waiting as waiting
 import support.pipelines as pipelines
+from pyspark_kafka_upgrade import testing
 from pyspark_kafka_upgrade._adapters.ledger.opening import (
     open_store,
 )
@@ -44,7 +44,7 @@ from pyspark_kafka_upgrade._domain.values.layout import (
     GenerationLayout,
 )
 from pyspark_kafka_upgrade._example.pipeline import PROJECT
-from pyspark_kafka_upgrade.testing.proof import verify_says
+from pyspark_kafka_upgrade.testing._proof import verify_says
 
 pytestmark = pytest.mark.integration
 
@@ -64,7 +64,7 @@ class Upgrade:
     root: Path
     version_1: Settings
     version_2: list[str]  # its settings, as `--set` overrides
-    rest: list[kafka.Record]  # the 20 events produced once version 2 is about to run
+    rest: list[testing.Record]  # the 20 events produced once version 2 is about to run
 
     @property
     def settings_2(self) -> Settings:
@@ -103,10 +103,10 @@ class Upgrade:
 
 
 @pytest.fixture
-def upgrade(spark: SparkSession, kafka_backend: kafka.KafkaBackend, tmp_path: Path) -> Upgrade:
+def upgrade(spark: SparkSession, kafka_backend: testing.KafkaBackend, tmp_path: Path) -> Upgrade:
     bootstrap = kafka_backend.bootstrap_servers
-    topic = kafka.unique_topic("upgrade-kill")
-    kafka.create_topic(bootstrap, topic, 2)
+    topic = testing.unique_topic("upgrade-kill")
+    testing.create_topic(bootstrap, topic, 2)
     times = [pipelines.BASE_MS + i * pipelines.MINUTE_MS for i in range(60)]
     records = pipelines.page_views(ARTICLES, times, partitions=2)
     log = oracle.EventLog(bootstrap)

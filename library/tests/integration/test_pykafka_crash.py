@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-import pyspark_kafka_upgrade.testing.kafka_backends as kafka
 import support.pykafka_streams as streams
-from pyspark_kafka_upgrade.testing.waiting import wait_until
+from pyspark_kafka_upgrade import testing
+from pyspark_kafka_upgrade.testing._waiting import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -32,12 +32,12 @@ DRIVER_START_TIMEOUT_S = 120
 
 @pytest.fixture
 def stalled_driver(
-    kafka_backend: kafka.KafkaBackend, tmp_path: Path
+    kafka_backend: testing.KafkaBackend, tmp_path: Path
 ) -> Iterator[tuple[str, Path, subprocess.Popen[bytes]]]:
     """A topic, a checkpoint and a driver process reading it that stalls in batch 0."""
-    topic = kafka.unique_topic("crash")
-    kafka.create_topic(kafka_backend.bootstrap_servers, topic, 2)
-    kafka.produce(kafka_backend.bootstrap_servers, topic, records(0, 4))
+    topic = testing.unique_topic("crash")
+    testing.create_topic(kafka_backend.bootstrap_servers, topic, 2)
+    testing.produce(kafka_backend.bootstrap_servers, topic, records(0, 4))
     checkpoint = tmp_path / "checkpoint"
     log = (tmp_path / "driver.log").open("wb")
     driver = subprocess.Popen(
@@ -64,16 +64,16 @@ def stalled_driver(
         log.close()
 
 
-def records(first: int, count: int) -> list[kafka.Record]:
+def records(first: int, count: int) -> list[testing.Record]:
     return [
-        kafka.Record(i % 2, b"k%d" % i, b"v%d" % i, BASE_MS + i)
+        testing.Record(i % 2, b"k%d" % i, b"v%d" % i, BASE_MS + i)
         for i in range(first, first + count)
     ]
 
 
 def test_a_driver_killed_before_the_first_commit_loses_nothing_on_restart(
     spark: SparkSession,
-    kafka_backend: kafka.KafkaBackend,
+    kafka_backend: testing.KafkaBackend,
     stalled_driver: tuple[str, Path, subprocess.Popen[bytes]],
     tmp_path: Path,
 ) -> None:
@@ -93,7 +93,7 @@ def test_a_driver_killed_before_the_first_commit_loses_nothing_on_restart(
         message="the driver to resolve its initial offsets",
     )
     in_batch_0 = records(4, 6)
-    kafka.produce(bootstrap, topic, in_batch_0)
+    testing.produce(bootstrap, topic, in_batch_0)
     wait_until(
         lambda: driver_alive_and(checkpoint / "offsets" / "0"),
         timeout=streams.QUERY_TIMEOUT_S,
@@ -106,7 +106,7 @@ def test_a_driver_killed_before_the_first_commit_loses_nothing_on_restart(
     # Batch 0 may have been planned before or after the records arrived: both are the trap.
     batch_0_end = json.loads((checkpoint / "offsets" / "0").read_text().splitlines()[2])[topic]
     after_crash = records(10, 4)
-    kafka.produce(bootstrap, topic, after_crash)
+    testing.produce(bootstrap, topic, after_crash)
 
     run = streams.start_query(
         spark,

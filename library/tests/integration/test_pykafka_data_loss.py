@@ -17,9 +17,9 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined, unused-ignore]
 )
 from pyspark.sql import SparkSession
 
-import pyspark_kafka_upgrade.testing.kafka_backends as kafka
 import support.pykafka_streams as streams
-from pyspark_kafka_upgrade.testing.waiting import wait_until
+from pyspark_kafka_upgrade import testing
+from pyspark_kafka_upgrade.testing._waiting import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -39,7 +39,9 @@ def low_watermark(bootstrap: str, topic: str, partition: int) -> int:
 
 
 @pytest.fixture(scope="module")
-def aged_out_topic(kafka_backend: kafka.KafkaBackend) -> Iterator[tuple[str, list[kafka.Record]]]:
+def aged_out_topic(
+    kafka_backend: testing.KafkaBackend,
+) -> Iterator[tuple[str, list[testing.Record]]]:
     """A topic whose first records retention has deleted, then two records that remain.
 
     Made with the admin client, not the test helper, because it needs the default retention
@@ -47,7 +49,7 @@ def aged_out_topic(kafka_backend: kafka.KafkaBackend) -> Iterator[tuple[str, lis
     records the query had not read" case. Real Kafka deletes as lazily as its segments roll.
     """
     bootstrap = kafka_backend.bootstrap_servers
-    topic = kafka.unique_topic("aged-out")
+    topic = testing.unique_topic("aged-out")
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=1)])[topic].result(
         timeout=30
@@ -57,8 +59,8 @@ def aged_out_topic(kafka_backend: kafka.KafkaBackend) -> Iterator[tuple[str, lis
         timeout=30,
         message=f"topic {topic} to exist",
     )
-    old = [kafka.Record(0, b"old", b"%d" % i, OLD_MS + i) for i in range(AGED_OUT)]
-    kafka.produce(bootstrap, topic, old)
+    old = [testing.Record(0, b"old", b"%d" % i, OLD_MS + i) for i in range(AGED_OUT)]
+    testing.produce(bootstrap, topic, old)
     wait_until(
         lambda: low_watermark(bootstrap, topic, 0) == AGED_OUT,
         timeout=60,
@@ -66,12 +68,12 @@ def aged_out_topic(kafka_backend: kafka.KafkaBackend) -> Iterator[tuple[str, lis
         message=f"retention to delete the {AGED_OUT} records of 2020 from {topic}",
     )
     now_ms = int(time.time() * 1000)
-    kept = [kafka.Record(0, b"new", b"%d" % i, now_ms + i) for i in range(2)]
-    kafka.produce(bootstrap, topic, kept)
+    kept = [testing.Record(0, b"new", b"%d" % i, now_ms + i) for i in range(2)]
+    testing.produce(bootstrap, topic, kept)
     yield topic, kept
 
 
-def from_offset_zero(backend: kafka.KafkaBackend, topic: str, fail: bool) -> dict[str, str]:
+def from_offset_zero(backend: testing.KafkaBackend, topic: str, fail: bool) -> dict[str, str]:
     return {
         "kafka.bootstrap.servers": backend.bootstrap_servers,
         "subscribe": topic,
@@ -83,8 +85,8 @@ def from_offset_zero(backend: kafka.KafkaBackend, topic: str, fail: bool) -> dic
 
 def test_records_deleted_by_retention_fail_the_query(
     spark: SparkSession,
-    kafka_backend: kafka.KafkaBackend,
-    aged_out_topic: tuple[str, list[kafka.Record]],
+    kafka_backend: testing.KafkaBackend,
+    aged_out_topic: tuple[str, list[testing.Record]],
     tmp_path: Path,
 ) -> None:
     topic, _ = aged_out_topic
@@ -102,8 +104,8 @@ def test_records_deleted_by_retention_fail_the_query(
 
 def test_records_deleted_by_retention_are_skipped_without_fail_on_data_loss(
     spark: SparkSession,
-    kafka_backend: kafka.KafkaBackend,
-    aged_out_topic: tuple[str, list[kafka.Record]],
+    kafka_backend: testing.KafkaBackend,
+    aged_out_topic: tuple[str, list[testing.Record]],
     tmp_path: Path,
 ) -> None:
     topic, kept = aged_out_topic
@@ -116,13 +118,13 @@ def test_records_deleted_by_retention_are_skipped_without_fail_on_data_loss(
 
 
 def beyond_the_end(
-    backend: kafka.KafkaBackend, fail: bool
-) -> tuple[str, dict[str, str], list[kafka.Record]]:
+    backend: testing.KafkaBackend, fail: bool
+) -> tuple[str, dict[str, str], list[testing.Record]]:
     """A topic of 5 records and options that start it at offset 50."""
-    topic = kafka.unique_topic("beyond-end")
-    kafka.create_topic(backend.bootstrap_servers, topic, 1)
-    produced = [kafka.Record(0, None, b"%d" % i, OLD_MS + i) for i in range(5)]
-    kafka.produce(backend.bootstrap_servers, topic, produced)
+    topic = testing.unique_topic("beyond-end")
+    testing.create_topic(backend.bootstrap_servers, topic, 1)
+    produced = [testing.Record(0, None, b"%d" % i, OLD_MS + i) for i in range(5)]
+    testing.produce(backend.bootstrap_servers, topic, produced)
     source_options = {
         "kafka.bootstrap.servers": backend.bootstrap_servers,
         "subscribe": topic,
@@ -133,7 +135,7 @@ def beyond_the_end(
 
 
 def test_an_offset_beyond_the_end_fails_the_query(
-    spark: SparkSession, kafka_backend: kafka.KafkaBackend, tmp_path: Path
+    spark: SparkSession, kafka_backend: testing.KafkaBackend, tmp_path: Path
 ) -> None:
     topic, source_options, _ = beyond_the_end(kafka_backend, fail=True)
     run = streams.start_query(spark, source_options, tmp_path)
@@ -146,7 +148,7 @@ def test_an_offset_beyond_the_end_fails_the_query(
 
 
 def test_an_offset_beyond_the_end_is_skipped_without_fail_on_data_loss(
-    spark: SparkSession, kafka_backend: kafka.KafkaBackend, tmp_path: Path
+    spark: SparkSession, kafka_backend: testing.KafkaBackend, tmp_path: Path
 ) -> None:
     topic, source_options, _ = beyond_the_end(kafka_backend, fail=False)
     run = streams.start_query(spark, source_options, tmp_path)
@@ -157,8 +159,8 @@ def test_an_offset_beyond_the_end_is_skipped_without_fail_on_data_loss(
             timeout=streams.QUERY_TIMEOUT_S,
             message="the first batch to commit",
         )
-        later = [kafka.Record(0, b"k", b"later-%d" % i, OLD_MS + 100 + i) for i in range(3)]
-        kafka.produce(kafka_backend.bootstrap_servers, topic, later)
+        later = [testing.Record(0, b"k", b"later-%d" % i, OLD_MS + 100 + i) for i in range(3)]
+        testing.produce(kafka_backend.bootstrap_servers, topic, later)
         expected = streams.expected_rows(topic, later, first_offsets={0: 5})
         assert run.wait_for_rows(3) == expected
     finally:

@@ -21,9 +21,10 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined, unused-ignore]
 )
 from pyspark.sql import SparkSession
 
-import pyspark_kafka_upgrade.testing.kafka_backends as kafka
 import support.pykafka_streams as streams
-from pyspark_kafka_upgrade.testing.waiting import wait_until
+from pyspark_kafka_upgrade import testing
+from pyspark_kafka_upgrade.testing._kafka.topics import consume_all
+from pyspark_kafka_upgrade.testing._waiting import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -31,33 +32,33 @@ pytestmark = pytest.mark.integration
 BASE_MS = int(datetime(2020, 3, 1, 12, 0, tzinfo=UTC).timestamp() * 1000)
 
 
-def records(partitions: int, count: int, *, first: int = 0) -> list[kafka.Record]:
+def records(partitions: int, count: int, *, first: int = 0) -> list[testing.Record]:
     """Records spread over partitions, with null keys and values and out-of-order times."""
     made = []
     for i in range(first, first + count):
         key = None if i % 5 == 3 else f"key-{i % 4}".encode()
         value = None if i % 7 == 5 else f"value-{i}".encode()
-        made.append(kafka.Record(i % partitions, key, value, BASE_MS + (i * 37 % 101) * 1000 + i))
+        made.append(testing.Record(i % partitions, key, value, BASE_MS + (i * 37 % 101) * 1000 + i))
     return made
 
 
-def new_topic(backend: kafka.KafkaBackend, name: str, partitions: int) -> str:
-    topic = kafka.unique_topic(name)
-    kafka.create_topic(backend.bootstrap_servers, topic, partitions)
+def new_topic(backend: testing.KafkaBackend, name: str, partitions: int) -> str:
+    topic = testing.unique_topic(name)
+    testing.create_topic(backend.bootstrap_servers, topic, partitions)
     return topic
 
 
-def options(backend: kafka.KafkaBackend, **extra: str) -> dict[str, str]:
+def options(backend: testing.KafkaBackend, **extra: str) -> dict[str, str]:
     return {"kafka.bootstrap.servers": backend.bootstrap_servers, **extra}
 
 
 def test_earliest_reads_every_record_exactly(
-    spark: SparkSession, kafka_backend: kafka.KafkaBackend, tmp_path: Path
+    spark: SparkSession, kafka_backend: testing.KafkaBackend, tmp_path: Path
 ) -> None:
     topic = new_topic(kafka_backend, "earliest", 3)
     produced = records(3, 30)
     assert any(r.key is None for r in produced) and any(r.value is None for r in produced)
-    kafka.produce(kafka_backend.bootstrap_servers, topic, produced)
+    testing.produce(kafka_backend.bootstrap_servers, topic, produced)
 
     run = streams.start_query(
         spark, options(kafka_backend, subscribe=topic, startingOffsets="earliest"), tmp_path
@@ -69,12 +70,12 @@ def test_earliest_reads_every_record_exactly(
 
 
 def test_latest_reads_only_what_arrives_after_the_start(
-    spark: SparkSession, kafka_backend: kafka.KafkaBackend, tmp_path: Path
+    spark: SparkSession, kafka_backend: testing.KafkaBackend, tmp_path: Path
 ) -> None:
     topic = new_topic(kafka_backend, "latest", 2)
     before = records(2, 6)
     after = records(2, 8, first=6)
-    kafka.produce(kafka_backend.bootstrap_servers, topic, before)
+    testing.produce(kafka_backend.bootstrap_servers, topic, before)
 
     run = streams.start_query(
         spark, options(kafka_backend, subscribe=topic, startingOffsets="latest"), tmp_path
@@ -83,7 +84,7 @@ def test_latest_reads_only_what_arrives_after_the_start(
         location = streams.initial_offsets_file(tmp_path)
         wait_until(location.exists, timeout=60, message="initial offsets to be resolved")
         assert location.read_bytes() == b'\x00v1\n{"%s":{"0":3,"1":3}}' % topic.encode()
-        kafka.produce(kafka_backend.bootstrap_servers, topic, after)
+        testing.produce(kafka_backend.bootstrap_servers, topic, after)
         expected = streams.expected_rows(topic, after, first_offsets={0: 3, 1: 3})
         assert run.wait_for_rows(8) == expected
     finally:
@@ -91,11 +92,11 @@ def test_latest_reads_only_what_arrives_after_the_start(
 
 
 def test_json_offsets_mix_explicit_earliest_and_latest(
-    spark: SparkSession, kafka_backend: kafka.KafkaBackend, tmp_path: Path
+    spark: SparkSession, kafka_backend: testing.KafkaBackend, tmp_path: Path
 ) -> None:
     topic = new_topic(kafka_backend, "json-offsets", 3)
     produced = records(3, 12)  # four per partition
-    kafka.produce(kafka_backend.bootstrap_servers, topic, produced)
+    testing.produce(kafka_backend.bootstrap_servers, topic, produced)
     starting = json.dumps({topic: {"0": 2, "1": -2, "2": -1}})
 
     run = streams.start_query(
@@ -108,7 +109,7 @@ def test_json_offsets_mix_explicit_earliest_and_latest(
             message="initial offsets to be resolved",
         )
         later = records(3, 3, first=12)
-        kafka.produce(kafka_backend.bootstrap_servers, topic, later)
+        testing.produce(kafka_backend.bootstrap_servers, topic, later)
         first_offset = {0: 2, 1: 0, 2: 4}
         expected = [
             row
@@ -120,11 +121,13 @@ def test_json_offsets_mix_explicit_earliest_and_latest(
         run.stop()
 
 
-def test_two_topics(spark: SparkSession, kafka_backend: kafka.KafkaBackend, tmp_path: Path) -> None:
+def test_two_topics(
+    spark: SparkSession, kafka_backend: testing.KafkaBackend, tmp_path: Path
+) -> None:
     first = new_topic(kafka_backend, "two-a", 2)
     second = new_topic(kafka_backend, "two-b", 1)
-    kafka.produce(kafka_backend.bootstrap_servers, first, records(2, 5))
-    kafka.produce(kafka_backend.bootstrap_servers, second, records(1, 4, first=50))
+    testing.produce(kafka_backend.bootstrap_servers, first, records(2, 5))
+    testing.produce(kafka_backend.bootstrap_servers, second, records(1, 4, first=50))
 
     subscribe = f"{first}, {second}"
     run = streams.start_query(
@@ -141,14 +144,14 @@ def test_two_topics(spark: SparkSession, kafka_backend: kafka.KafkaBackend, tmp_
 
 
 def test_subscribe_pattern_reads_matching_topics_only(
-    spark: SparkSession, kafka_backend: kafka.KafkaBackend, tmp_path: Path
+    spark: SparkSession, kafka_backend: testing.KafkaBackend, tmp_path: Path
 ) -> None:
-    prefix = kafka.unique_topic("pattern")
+    prefix = testing.unique_topic("pattern")
     matching = [f"{prefix}.views", f"{prefix}.clicks"]
     other = f"{prefix}-other"
     for name in [*matching, other]:
-        kafka.create_topic(kafka_backend.bootstrap_servers, name, 1)
-        kafka.produce(kafka_backend.bootstrap_servers, name, records(1, 3))
+        testing.create_topic(kafka_backend.bootstrap_servers, name, 1)
+        testing.produce(kafka_backend.bootstrap_servers, name, records(1, 3))
 
     pattern = prefix.replace("-", "\\-") + r"\..*"
     run = streams.start_query(
@@ -164,12 +167,12 @@ def test_subscribe_pattern_reads_matching_topics_only(
 
 
 def test_a_partition_added_mid_stream_is_read_from_its_start(
-    spark: SparkSession, kafka_backend: kafka.KafkaBackend, tmp_path: Path
+    spark: SparkSession, kafka_backend: testing.KafkaBackend, tmp_path: Path
 ) -> None:
     bootstrap = kafka_backend.bootstrap_servers
     topic = new_topic(kafka_backend, "added-partition", 2)
     before = records(2, 4)
-    kafka.produce(bootstrap, topic, before)
+    testing.produce(bootstrap, topic, before)
     run = streams.start_query(
         spark, options(kafka_backend, subscribe=topic, startingOffsets="earliest"), tmp_path
     )
@@ -177,8 +180,8 @@ def test_a_partition_added_mid_stream_is_read_from_its_start(
         run.wait_for_rows(4)
         admin = AdminClient({"bootstrap.servers": bootstrap})
         admin.create_partitions([NewPartitions(topic, 3)])[topic].result(timeout=30)
-        added = [kafka.Record(2, b"k", f"new-{i}".encode(), BASE_MS + i) for i in range(3)]
-        kafka.produce(bootstrap, topic, added)
+        added = [testing.Record(2, b"k", f"new-{i}".encode(), BASE_MS + i) for i in range(3)]
+        testing.produce(bootstrap, topic, added)
         expected = streams.expected_rows(topic, before + added)
         assert run.wait_for_rows(7) == expected
     finally:
@@ -186,11 +189,11 @@ def test_a_partition_added_mid_stream_is_read_from_its_start(
 
 
 def test_a_restart_on_the_same_checkpoint_loses_and_repeats_nothing(
-    spark: SparkSession, kafka_backend: kafka.KafkaBackend, tmp_path: Path
+    spark: SparkSession, kafka_backend: testing.KafkaBackend, tmp_path: Path
 ) -> None:
     topic = new_topic(kafka_backend, "restart", 2)
     first, second = records(2, 10), records(2, 6, first=10)
-    kafka.produce(kafka_backend.bootstrap_servers, topic, first)
+    testing.produce(kafka_backend.bootstrap_servers, topic, first)
     source_options = options(kafka_backend, subscribe=topic, startingOffsets="earliest")
 
     run = streams.start_query(spark, source_options, tmp_path)
@@ -198,7 +201,7 @@ def test_a_restart_on_the_same_checkpoint_loses_and_repeats_nothing(
         assert run.wait_for_rows(10) == streams.expected_rows(topic, first)
     finally:
         run.stop()
-    kafka.produce(kafka_backend.bootstrap_servers, topic, second)
+    testing.produce(kafka_backend.bootstrap_servers, topic, second)
 
     # startingOffsets only applies to a new checkpoint: "latest" here must change nothing.
     rerun = streams.start_query(spark, {**source_options, "startingOffsets": "latest"}, tmp_path)
@@ -210,15 +213,15 @@ def test_a_restart_on_the_same_checkpoint_loses_and_repeats_nothing(
 
 
 def test_headers_are_delivered_when_asked_for(
-    spark: SparkSession, kafka_backend: kafka.KafkaBackend, tmp_path: Path
+    spark: SparkSession, kafka_backend: testing.KafkaBackend, tmp_path: Path
 ) -> None:
     topic = new_topic(kafka_backend, "headers", 1)
     with_headers = [
-        kafka.Record(0, b"k", b"v0", BASE_MS, (("trace", b"abc"), ("empty", None))),
-        kafka.Record(0, None, None, BASE_MS + 1),
-        kafka.Record(0, b"k", b"v2", BASE_MS + 2, (("dup", b"1"), ("dup", b"2"))),
+        testing.Record(0, b"k", b"v0", BASE_MS, (("trace", b"abc"), ("empty", None))),
+        testing.Record(0, None, None, BASE_MS + 1),
+        testing.Record(0, b"k", b"v2", BASE_MS + 2, (("dup", b"1"), ("dup", b"2"))),
     ]
-    kafka.produce(kafka_backend.bootstrap_servers, topic, with_headers)
+    testing.produce(kafka_backend.bootstrap_servers, topic, with_headers)
 
     source_options = options(
         kafka_backend, subscribe=topic, startingOffsets="earliest", includeHeaders="true"
@@ -236,14 +239,14 @@ def test_headers_are_delivered_when_asked_for(
 
 
 def test_log_append_time_is_reported_as_the_built_in_source_does(
-    spark: SparkSession, kafka_backend: kafka.KafkaBackend, tmp_path: Path
+    spark: SparkSession, kafka_backend: testing.KafkaBackend, tmp_path: Path
 ) -> None:
     bootstrap = kafka_backend.bootstrap_servers
-    topic = kafka.unique_topic("log-append-time")
-    kafka.create_topic(bootstrap, topic, 1, config={"message.timestamp.type": "LogAppendTime"})
-    kafka.produce(bootstrap, topic, records(1, 3))
+    topic = testing.unique_topic("log-append-time")
+    testing.create_topic(bootstrap, topic, 1, config={"message.timestamp.type": "LogAppendTime"})
+    testing.produce(bootstrap, topic, records(1, 3))
     # The broker chose the timestamps; a plain consumer says which.
-    stored = kafka.consume_all(bootstrap, topic, expected_count=3)
+    stored = consume_all(bootstrap, topic, expected_count=3)
     assert {record.timestamp_type for record in stored} == {TIMESTAMP_LOG_APPEND_TIME}
 
     run = streams.start_query(

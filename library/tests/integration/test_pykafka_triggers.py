@@ -14,8 +14,8 @@ import pyspark
 import pytest
 from pyspark.sql import SparkSession
 
-import pyspark_kafka_upgrade.testing.kafka_backends as kafka
 import support.pykafka_streams as streams
+from pyspark_kafka_upgrade import testing
 
 pytestmark = pytest.mark.integration
 
@@ -23,17 +23,17 @@ BASE_MS = int(datetime(2021, 6, 1, tzinfo=UTC).timestamp() * 1000)
 HAS_READ_LIMITS = tuple(int(part) for part in pyspark.__version__.split(".")[:2]) >= (4, 2)
 
 
-def backlog_of_30_and_10(backend: kafka.KafkaBackend) -> tuple[str, list[kafka.Record]]:
+def backlog_of_30_and_10(backend: testing.KafkaBackend) -> tuple[str, list[testing.Record]]:
     """A topic whose partitions hold 30 and 10 records: batches of 8 take 6 and 2."""
-    topic = kafka.unique_topic("rate-limit")
-    kafka.create_topic(backend.bootstrap_servers, topic, 2)
-    produced = [kafka.Record(0, None, b"%d" % i, BASE_MS + i) for i in range(30)]
-    produced += [kafka.Record(1, b"k", b"%d" % i, BASE_MS + i) for i in range(10)]
-    kafka.produce(backend.bootstrap_servers, topic, produced)
+    topic = testing.unique_topic("rate-limit")
+    testing.create_topic(backend.bootstrap_servers, topic, 2)
+    produced = [testing.Record(0, None, b"%d" % i, BASE_MS + i) for i in range(30)]
+    produced += [testing.Record(1, b"k", b"%d" % i, BASE_MS + i) for i in range(10)]
+    testing.produce(backend.bootstrap_servers, topic, produced)
     return topic, produced
 
 
-def rate_limited(backend: kafka.KafkaBackend, topic: str) -> dict[str, str]:
+def rate_limited(backend: testing.KafkaBackend, topic: str) -> dict[str, str]:
     return {
         "kafka.bootstrap.servers": backend.bootstrap_servers,
         "subscribe": topic,
@@ -43,7 +43,7 @@ def rate_limited(backend: kafka.KafkaBackend, topic: str) -> dict[str, str]:
 
 
 def test_max_offsets_per_trigger_splits_each_batch_by_backlog(
-    spark: SparkSession, kafka_backend: kafka.KafkaBackend, tmp_path: Path
+    spark: SparkSession, kafka_backend: testing.KafkaBackend, tmp_path: Path
 ) -> None:
     topic, produced = backlog_of_30_and_10(kafka_backend)
     run = streams.start_query(spark, rate_limited(kafka_backend, topic), tmp_path)
@@ -62,7 +62,7 @@ def test_max_offsets_per_trigger_splits_each_batch_by_backlog(
 
 
 def test_available_now_reads_everything_there_and_stops(
-    spark: SparkSession, kafka_backend: kafka.KafkaBackend, tmp_path: Path
+    spark: SparkSession, kafka_backend: testing.KafkaBackend, tmp_path: Path
 ) -> None:
     topic, produced = backlog_of_30_and_10(kafka_backend)
     source_options = rate_limited(kafka_backend, topic)
@@ -75,7 +75,7 @@ def test_available_now_reads_everything_there_and_stops(
 
 
 def test_available_now_honours_max_offsets_per_trigger_across_batches(
-    spark: SparkSession, kafka_backend: kafka.KafkaBackend, tmp_path: Path
+    spark: SparkSession, kafka_backend: testing.KafkaBackend, tmp_path: Path
 ) -> None:
     topic, produced = backlog_of_30_and_10(kafka_backend)
     run = streams.start_query(

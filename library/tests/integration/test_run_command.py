@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-import pyspark_kafka_upgrade.testing.driver_process as driver_process
-import pyspark_kafka_upgrade.testing.kafka_backends as kafka
+import pyspark_kafka_upgrade.testing._driver_process as driver_process
 import support.pipelines as pipelines
+from pyspark_kafka_upgrade import testing
 from pyspark_kafka_upgrade._adapters.checkpoint.reader import (
     read_checkpoint,
 )
@@ -27,13 +27,13 @@ STOP_TIMEOUT_S = 180
 
 
 def test_sigterm_lets_the_batch_in_flight_commit_and_exits_cleanly(
-    kafka_backend: kafka.KafkaBackend, tmp_path: Path
+    kafka_backend: testing.KafkaBackend, tmp_path: Path
 ) -> None:
     bootstrap = kafka_backend.bootstrap_servers
-    topic = kafka.unique_topic("sigterm")
-    kafka.create_topic(bootstrap, topic, 2)
+    topic = testing.unique_topic("sigterm")
+    testing.create_topic(bootstrap, topic, 2)
     times = [pipelines.BASE_MS + i * pipelines.MINUTE_MS for i in range(30)]
-    kafka.produce(bootstrap, topic, pipelines.page_views(["a1"], times, partitions=2))
+    testing.produce(bootstrap, topic, pipelines.page_views(["a1"], times, partitions=2))
     root = tmp_path / "pipeline"
     command = [
         sys.executable,

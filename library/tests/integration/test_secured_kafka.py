@@ -20,18 +20,18 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-import pyspark_kafka_upgrade.testing.kafka_backends as kafka
-import pyspark_kafka_upgrade.testing.oracle as oracle
+import pyspark_kafka_upgrade.testing._oracle as oracle
 import support.pipelines as pipelines
 import support.plans as plans
+from pyspark_kafka_upgrade import testing
 from pyspark_kafka_upgrade._adapters.ledger.opening import open_store
 from pyspark_kafka_upgrade._application.run.run_command import RunRequest, run_pipeline
 from pyspark_kafka_upgrade._application.upgrade.plan_file import read_plan_file
 from pyspark_kafka_upgrade._core.settings import load_settings
 from pyspark_kafka_upgrade._domain.values.layout import GenerationLayout
 from pyspark_kafka_upgrade._example.pipeline import PROJECT
-from pyspark_kafka_upgrade.testing.secret_search import assert_no_secret
-from pyspark_kafka_upgrade.testing.secured_kafka import Login, SecuredKafka
+from pyspark_kafka_upgrade.testing._kafka.secured import Login, SecuredKafka
+from pyspark_kafka_upgrade.testing._secret_search import assert_no_secret
 from support.example import main
 
 pytestmark = pytest.mark.integration
@@ -101,8 +101,8 @@ def test_the_pipeline_and_its_upgrade_run_on_sasl_ssl_and_no_password_is_left_an
     caplog.set_level(logging.DEBUG, logger="pyspark_kafka_upgrade")
     admin = secured_kafka.admin_client
     bootstrap = secured_kafka.bootstrap_servers
-    topic = kafka.unique_topic(f"secured-{connector}")
-    kafka.create_topic(bootstrap, topic, 2, client=admin)
+    topic = testing.unique_topic(f"secured-{connector}")
+    testing.create_topic(bootstrap, topic, 2, client=admin)
     pipeline = login_for(connector, secured_kafka, topic, tmp_path, monkeypatch)
     times = [pipelines.BASE_MS + i * pipelines.MINUTE_MS for i in range(60)]
     events = pipelines.page_views(ARTICLES, times, partitions=2)
@@ -207,10 +207,10 @@ def test_every_wrong_login_is_refused_in_one_line_within_seconds(
 ) -> None:
     admin = secured_kafka.admin_client
     bootstrap = secured_kafka.bootstrap_servers
-    topic = kafka.unique_topic(f"refused-{connector}")
-    kafka.create_topic(bootstrap, topic, 1, client=admin)
+    topic = testing.unique_topic(f"refused-{connector}")
+    testing.create_topic(bootstrap, topic, 1, client=admin)
     times = [pipelines.BASE_MS + i * pipelines.MINUTE_MS for i in range(20)]
-    kafka.produce(bootstrap, topic, pipelines.page_views(ARTICLES, times, 1), client=admin)
+    testing.produce(bootstrap, topic, pipelines.page_views(ARTICLES, times, 1), client=admin)
     # The pipeline's own user ran generation 1, so that `upgrade plan` gets as far as Kafka.
     reader = secured_kafka.add_scram_user(
         f"reader-{secrets.token_hex(4)}", f"sentinel-{secrets.token_hex(12)}"

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-import pyspark_kafka_upgrade.testing.kafka_backends as kafka
 import support.pipelines as pipelines
 import support.settings_walk as walk
+from pyspark_kafka_upgrade import testing
 from pyspark_kafka_upgrade._application.run.run_command import (
     RunRequest,
     run_pipeline,
@@ -22,13 +22,13 @@ MAX_VISITS = 3
 
 
 def test_a_run_visits_each_module_with_the_settings_at_most_three_times(
-    spark: SparkSession, kafka_backend: kafka.KafkaBackend, tmp_path: Path
+    spark: SparkSession, kafka_backend: testing.KafkaBackend, tmp_path: Path
 ) -> None:
     bootstrap = kafka_backend.bootstrap_servers
-    topic = kafka.unique_topic("walk")
-    kafka.create_topic(bootstrap, topic, 2)
+    topic = testing.unique_topic("walk")
+    testing.create_topic(bootstrap, topic, 2)
     times = [pipelines.BASE_MS + i * pipelines.MINUTE_MS for i in range(30)]
-    kafka.produce(bootstrap, topic, pipelines.page_views(["a1", "a2"], times, partitions=2))
+    testing.produce(bootstrap, topic, pipelines.page_views(["a1", "a2"], times, partitions=2))
     settings = pipelines.pipeline_settings(tmp_path, bootstrap, topic)
 
     with walk.traced() as calls:

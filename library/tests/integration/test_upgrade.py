@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from pyspark.sql import DataFrame, SparkSession
 
-import pyspark_kafka_upgrade.testing.kafka_backends as kafka
-import pyspark_kafka_upgrade.testing.waiting as waiting
+import pyspark_kafka_upgrade.testing._waiting as waiting
 import support.background_run as background
 import support.pipelines as pipelines
 import support.plans as plans
+from pyspark_kafka_upgrade import testing
 from pyspark_kafka_upgrade._adapters.ledger.opening import (
     open_store,
 )
@@ -86,14 +86,14 @@ def uninterrupted(times: list[int], watermark_ms: int) -> Counter[tuple[int, str
 
 @pytest.fixture
 def generation_1(
-    spark: SparkSession, kafka_backend: kafka.KafkaBackend, tmp_path: Path
+    spark: SparkSession, kafka_backend: testing.KafkaBackend, tmp_path: Path
 ) -> tuple[Settings, list[int]]:
     """Version 1 ran over the first 40 of 60 events; the 10:30-10:40 windows are open."""
     bootstrap = kafka_backend.bootstrap_servers
-    topic = kafka.unique_topic("upgrade")
-    kafka.create_topic(bootstrap, topic, 2)
+    topic = testing.unique_topic("upgrade")
+    testing.create_topic(bootstrap, topic, 2)
     times = [BASE_MS + i * MINUTE_MS for i in range(60)]
-    kafka.produce(bootstrap, topic, pipelines.page_views(ARTICLES, times[:40], partitions=2))
+    testing.produce(bootstrap, topic, pipelines.page_views(ARTICLES, times[:40], partitions=2))
     settings = pipelines.pipeline_settings(
         tmp_path, bootstrap, topic, "kafka.max_offsets_per_trigger=10"
     )
@@ -103,7 +103,7 @@ def generation_1(
 
 def test_adding_an_aggregate_upgrades_without_loss_or_duplicates(
     spark: SparkSession,
-    kafka_backend: kafka.KafkaBackend,
+    kafka_backend: testing.KafkaBackend,
     generation_1: tuple[Settings, list[int]],
     tmp_path: Path,
 ) -> None:
@@ -129,7 +129,7 @@ def test_adding_an_aggregate_upgrades_without_loss_or_duplicates(
     assert plan.records_to_replay == 10
 
     apply_command(version_2, accept_data_loss=False, spark=lambda: spark)
-    kafka.produce(
+    testing.produce(
         kafka_backend.bootstrap_servers,
         topic,
         [r for r in pipelines.page_views(ARTICLES, times, partitions=2)][40:],
@@ -162,7 +162,7 @@ def test_adding_an_aggregate_upgrades_without_loss_or_duplicates(
 
 def test_the_rate_limit_is_off_for_the_replay_batch_only(
     spark: SparkSession,
-    kafka_backend: kafka.KafkaBackend,
+    kafka_backend: testing.KafkaBackend,
     generation_1: tuple[Settings, list[int]],
     tmp_path: Path,
 ) -> None:
@@ -174,7 +174,7 @@ def test_the_rate_limit_is_off_for_the_replay_batch_only(
     )
     apply_command(version_2, accept_data_loss=False, spark=lambda: spark)
     records = pipelines.page_views(ARTICLES, [*times, *(t + 60 * MINUTE_MS for t in times)], 2)
-    kafka.produce(bootstrap, topic, records[40:60])
+    testing.produce(bootstrap, topic, records[40:60])
 
     def batches() -> list[int]:
         with open_store(settings.ledger, spark=lambda: spark) as store:
@@ -185,7 +185,7 @@ def test_the_rate_limit_is_off_for_the_replay_batch_only(
             lambda: job.ended or batches(), timeout=120, message="no batch of generation 2"
         )
         # Arrives while generation 2 runs, after its replay: read under the rate limit.
-        kafka.produce(bootstrap, topic, records[60:90])
+        testing.produce(bootstrap, topic, records[60:90])
         waiting.wait_until(
             lambda: job.ended or sum(batches()) == 30 + 30,
             timeout=120,
@@ -201,17 +201,17 @@ def test_the_rate_limit_is_off_for_the_replay_batch_only(
 
 
 def test_a_second_upgrade_writes_nothing_the_first_generation_wrote(
-    spark: SparkSession, kafka_backend: kafka.KafkaBackend, tmp_path: Path
+    spark: SparkSession, kafka_backend: testing.KafkaBackend, tmp_path: Path
 ) -> None:
     bootstrap = kafka_backend.bootstrap_servers
-    topic = kafka.unique_topic("upgrade-twice")
-    kafka.create_topic(bootstrap, topic, 1)
+    topic = testing.unique_topic("upgrade-twice")
+    testing.create_topic(bootstrap, topic, 1)
     # Minutes 0-39 in order, then a straggler from minute 28: generation 1 counts it in
     # 10:20-10:30, and the replay for the open window 10:30-10:40 reads it again.
     times = [BASE_MS + i * MINUTE_MS for i in range(40)] + [BASE_MS + 28 * MINUTE_MS]
     times += [BASE_MS + i * MINUTE_MS for i in range(40, 60)]
     events = pipelines.page_views(ARTICLES, times, partitions=1)
-    kafka.produce(bootstrap, topic, events[:41])
+    testing.produce(bootstrap, topic, events[:41])
     version_1 = pipelines.pipeline_settings(tmp_path, bootstrap, topic)
     run(version_1, spark)
     w_1 = times[39] - DELAY_MS
@@ -241,7 +241,7 @@ def test_a_second_upgrade_writes_nothing_the_first_generation_wrote(
     assert plan.watermark_ms == w_1
     assert plan.replay_filter.describe() == f"window.end > {w_1}"
     apply_command(version_3, accept_data_loss=False, spark=lambda: spark)
-    kafka.produce(bootstrap, topic, events[41:])
+    testing.produce(bootstrap, topic, events[41:])
     run(version_3, spark)
 
     written = [counts(output(spark, version_1, generation)) for generation in (1, 2, 3)]
@@ -261,7 +261,7 @@ def test_a_second_upgrade_writes_nothing_the_first_generation_wrote(
 @pytest.mark.parametrize("crash_after", APPLY_STEPS)
 def test_apply_killed_after_any_step_finishes_when_run_again(
     spark: SparkSession,
-    kafka_backend: kafka.KafkaBackend,
+    kafka_backend: testing.KafkaBackend,
     generation_1: tuple[Settings, list[int]],
     tmp_path: Path,
     crash_after: str,
@@ -307,7 +307,7 @@ def test_apply_killed_after_any_step_finishes_when_run_again(
 
 def test_a_new_window_counts_each_event_once_across_generations(
     spark: SparkSession,
-    kafka_backend: kafka.KafkaBackend,
+    kafka_backend: testing.KafkaBackend,
     generation_1: tuple[Settings, list[int]],
     tmp_path: Path,
 ) -> None:
@@ -326,7 +326,7 @@ def test_a_new_window_counts_each_event_once_across_generations(
     assert plan.replay_filter.window_end_after_ms is None
 
     apply_command(five_minutes, accept_data_loss=False, spark=lambda: spark)
-    kafka.produce(
+    testing.produce(
         kafka_backend.bootstrap_servers,
         topic,
         pipelines.page_views(ARTICLES, times, partitions=2)[40:],
@@ -349,16 +349,18 @@ def test_a_new_window_counts_each_event_once_across_generations(
 
 def test_a_new_topic_starts_at_its_earliest_offsets_and_the_old_ones_where_planned(
     spark: SparkSession,
-    kafka_backend: kafka.KafkaBackend,
+    kafka_backend: testing.KafkaBackend,
     generation_1: tuple[Settings, list[int]],
     tmp_path: Path,
 ) -> None:
     settings, times = generation_1
     bootstrap = kafka_backend.bootstrap_servers
     old_topic = settings.kafka.topics[0]
-    new_topic = kafka.unique_topic("upgrade-new")
-    kafka.create_topic(bootstrap, new_topic, 2)
-    kafka.produce(bootstrap, new_topic, pipelines.page_views(ARTICLES, times[40:50], partitions=2))
+    new_topic = testing.unique_topic("upgrade-new")
+    testing.create_topic(bootstrap, new_topic, 2)
+    testing.produce(
+        bootstrap, new_topic, pipelines.page_views(ARTICLES, times[40:50], partitions=2)
+    )
     two_topics = pipelines.pipeline_settings(
         tmp_path, bootstrap, old_topic, f"kafka.topics={old_topic},{new_topic}"
     )

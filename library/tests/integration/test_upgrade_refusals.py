@@ -14,8 +14,8 @@ from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient
 from pyspark.sql import SparkSession
 
-import pyspark_kafka_upgrade.testing.kafka_backends as kafka
 import support.pipelines as pipelines
+from pyspark_kafka_upgrade import testing
 from pyspark_kafka_upgrade._adapters.storage.run_lock import (
     RunLock,
 )
@@ -50,14 +50,14 @@ def snapshot(root: Path) -> dict[str, str]:
 
 @pytest.fixture
 def ran(
-    spark: SparkSession, kafka_backend: kafka.KafkaBackend, tmp_path: Path
+    spark: SparkSession, kafka_backend: testing.KafkaBackend, tmp_path: Path
 ) -> tuple[list[str], str]:
     """Generation 1 of a pipeline ran over 40 events; returns its --set options and topic."""
     bootstrap = kafka_backend.bootstrap_servers
-    topic = kafka.unique_topic("refusals")
-    kafka.create_topic(bootstrap, topic, 2)
+    topic = testing.unique_topic("refusals")
+    testing.create_topic(bootstrap, topic, 2)
     times = [pipelines.BASE_MS + i * pipelines.MINUTE_MS for i in range(40)]
-    kafka.produce(bootstrap, topic, pipelines.page_views(["a1", "a2"], times, partitions=2))
+    testing.produce(bootstrap, topic, pipelines.page_views(["a1", "a2"], times, partitions=2))
     overrides = pipelines.pipeline_overrides(tmp_path, bootstrap, topic)
     settings = load_settings(PROJECT, env={}, overrides=overrides).settings
     run_pipeline(RunRequest(settings=settings, available_now=True, echo=lambda _: None), spark)
@@ -140,7 +140,7 @@ def test_a_plan_already_applied(
 
 def test_offsets_out_of_retention(
     ran: tuple[list[str], str],
-    kafka_backend: kafka.KafkaBackend,
+    kafka_backend: testing.KafkaBackend,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -202,7 +202,7 @@ def test_a_reviewed_plan_is_made_and_applied_without_a_jvm(
 def test_a_plan_is_refused_once_the_old_generation_committed_more(
     ran: tuple[list[str], str],
     spark: SparkSession,
-    kafka_backend: kafka.KafkaBackend,
+    kafka_backend: testing.KafkaBackend,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -211,7 +211,7 @@ def test_a_plan_is_refused_once_the_old_generation_committed_more(
     assert main([*options, "upgrade", "plan", "--out", str(plan_file)]) == 0
     # Generation 1 runs once more after the review: ten more events, one more batch.
     times = [pipelines.BASE_MS + i * pipelines.MINUTE_MS for i in range(40, 50)]
-    kafka.produce(
+    testing.produce(
         kafka_backend.bootstrap_servers,
         topic,
         pipelines.page_views(["a1", "a2"], times, partitions=2),

@@ -35,7 +35,7 @@ import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import SparkSession
 
-from pyspark_kafka_upgrade import cli
+from pyspark_kafka_upgrade import cli, testing
 from pyspark_kafka_upgrade._adapters.ledger.opening import open_store
 from pyspark_kafka_upgrade._application.run.run_command import RunRequest, run_pipeline
 from pyspark_kafka_upgrade._application.verify import VerifyRange, verify_pipeline
@@ -46,9 +46,7 @@ from pyspark_kafka_upgrade._domain.records.plan import UpgradePlan
 from pyspark_kafka_upgrade._domain.records.verification import PairState, Status, VerifyReport
 from pyspark_kafka_upgrade._domain.values.layout import GenerationLayout
 from pyspark_kafka_upgrade._example.pipeline import PROJECT
-from pyspark_kafka_upgrade.testing import kafka_backends as kafka
-from pyspark_kafka_upgrade.testing.kafka_backends import KafkaBackend
-from pyspark_kafka_upgrade.testing.proof import ProofReport, prove_upgrade
+from pyspark_kafka_upgrade.testing import KafkaBackend, ProofReport, prove_upgrade
 from support.permissions import unprivileged, unreadable
 
 pytestmark = pytest.mark.integration
@@ -172,11 +170,13 @@ def test_events_after_their_windows_closed_are_late_by_design_not_lost(
     # windows generation 1 owned and wrote before it stopped (it never reads it), the
     # second in windows generation 2 wrote (it reads it, in a batch whose bound has passed).
     late = [page_view(2, "late-a"), page_view(36, "late-b"), page_view(59)]
-    kafka.produce(
+    testing.produce(
         bootstrap,
         topic,
         [
-            kafka.Record(partition=0, key=None, value=json.dumps(e).encode(), timestamp_ms=BASE_MS)
+            testing.Record(
+                partition=0, key=None, value=json.dumps(e).encode(), timestamp_ms=BASE_MS
+            )
             for e in late
         ],
     )

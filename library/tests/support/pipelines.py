@@ -7,14 +7,13 @@ from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-import pyspark_kafka_upgrade.testing.kafka_backends as kafka
-import pyspark_kafka_upgrade.testing.spark
+from pyspark_kafka_upgrade import testing
 from pyspark_kafka_upgrade._core.settings import (
     Settings,
     load_settings,
 )
 from pyspark_kafka_upgrade._example.pipeline import PROJECT
-from pyspark_kafka_upgrade.testing import ledgers
+from pyspark_kafka_upgrade.testing import _ledgers as ledgers
 
 BASE_MS = 1_763_805_600_000  # 2025-11-22T10:00:00Z: old enough to be "late" if mishandled
 MINUTE_MS = 60_000
@@ -44,7 +43,7 @@ def pipeline_overrides(tmp_path: Path, bootstrap: str, topic: str, *overrides: s
         "window.slide=",
         "window.watermark_delay=5 minutes",
         "sink.trigger_interval=1 second",
-        f"kafka.connector={pyspark_kafka_upgrade.testing.spark.connector_under_test(PROJECT)}",
+        f"kafka.connector={testing.connector_under_test(PROJECT)}",
         *ledger_overrides(tmp_path),
     ]
     return [*base, *overrides]
@@ -68,10 +67,10 @@ def iso(epoch_ms: int) -> str:
 
 def page_views(
     articles: Sequence[str], event_times_ms: Iterable[int], partitions: int
-) -> list[kafka.Record]:
+) -> list[testing.Record]:
     """One valid event per time, articles in turn, spread over partitions in turn."""
     return [
-        kafka.Record(
+        testing.Record(
             i % partitions,
             articles[i % len(articles)].encode(),
             event_value(articles[i % len(articles)], event_ms),

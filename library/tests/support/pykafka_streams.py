@@ -20,8 +20,8 @@ from pyspark.sql.streaming.query import StreamingQuery
 from pyspark_kafka_upgrade._adapters.kafka.pykafka import (
     PyKafkaDataSource,
 )
-from pyspark_kafka_upgrade.testing.kafka_backends import Headers, Record
-from pyspark_kafka_upgrade.testing.waiting import wait_until
+from pyspark_kafka_upgrade.testing._kafka.topics import Headers, Record
+from pyspark_kafka_upgrade.testing._waiting import wait_until
 
 FORMAT = PyKafkaDataSource.name()
 # Java's TimestampType id for CreateTime, which the built-in source also writes.

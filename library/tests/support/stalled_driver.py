@@ -14,7 +14,8 @@ from pathlib import Path
 from pyspark.sql import DataFrame
 
 from pyspark_kafka_upgrade._example.pipeline import PROJECT
-from pyspark_kafka_upgrade.testing.spark import build_test_spark_session, connector_under_test
+from pyspark_kafka_upgrade.testing import connector_under_test
+from pyspark_kafka_upgrade.testing._spark import build_test_spark_session
 
 from .pykafka_streams import FORMAT, initial_offsets_file, register
 

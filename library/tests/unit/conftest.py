@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-import pyspark_kafka_upgrade.testing.fake_world as fake
+import pyspark_kafka_upgrade.testing._fake_world as fake
 from pyspark_kafka_upgrade._application.upgrade import event_scan
 from pyspark_kafka_upgrade._application.upgrade import gather as gathering
 from pyspark_kafka_upgrade._application.upgrade.event_scan import EventSource

@@ -3,7 +3,7 @@ image's variable names."""
 
 from __future__ import annotations
 
-from pyspark_kafka_upgrade.testing.broker_settings import (
+from pyspark_kafka_upgrade.testing._kafka.broker_settings import (
     ONE_NODE_TEST_SETTINGS,
     as_image_environment,
 )

@@ -19,7 +19,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming.listener import StreamingQueryProgress
 
-import pyspark_kafka_upgrade.testing.waiting as waiting
+import pyspark_kafka_upgrade.testing._waiting as waiting
 from pyspark_kafka_upgrade._adapters.checkpoint.reader import read_checkpoint
 from pyspark_kafka_upgrade._adapters.sink.log import read_sink_log
 from pyspark_kafka_upgrade._adapters.storage.filesystem import (

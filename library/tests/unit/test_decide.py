@@ -1,6 +1,6 @@
 """From gathered facts to the plan, without Spark or Kafka: the glue between the planner's
 arithmetic and the commands. The facts come from a hand-made world
-(``pyspark_kafka_upgrade.testing.fake_world``): real checkpoint files and a real SQLite
+(``pyspark_kafka_upgrade.testing._fake_world``): real checkpoint files and a real SQLite
 ledger, a broker stand-in, records in memory."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-import pyspark_kafka_upgrade.testing.fake_world as fake
+import pyspark_kafka_upgrade.testing._fake_world as fake
 from pyspark_kafka_upgrade._core.planner.decide import (
     advise_upgrade,
     batch_level,

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from pyspark_kafka_upgrade._example.pipeline import PROJECT
-from pyspark_kafka_upgrade.testing.docs import (
+from pyspark_kafka_upgrade.testing._docs import (
     DocumentedCommand,
     documented_commands,
     refusal,

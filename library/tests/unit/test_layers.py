@@ -67,13 +67,13 @@ def _with_this_path() -> dict[str, str]:
 LAYER_FOLDERS = ("_application", "_adapters", "_core", "_domain")
 
 
-@pytest.mark.parametrize("folder", ["", *LAYER_FOLDERS])
+@pytest.mark.parametrize("folder", ["", *LAYER_FOLDERS, "testing._kafka"])
 def test_every_package_and_module_has_a_layer(folder: str) -> None:
     container = ".".join(filter(None, (PACKAGE, folder)))
     listed = _layered_names(container)
     present = {
         path.stem if path.is_file() else path.name
-        for path in (PACKAGE_DIR / folder).iterdir()
+        for path in (PACKAGE_DIR / folder.replace(".", "/")).iterdir()
         if (path.suffix == ".py" and path.stem != "__init__")
         or (path.is_dir() and (path / "__init__.py").is_file())
     }

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from PIL import Image
 
-import pyspark_kafka_upgrade.testing.fake_world as fake
+import pyspark_kafka_upgrade.testing._fake_world as fake
 from pyspark_kafka_upgrade._adapters.plot.matplotlib_draw import (
     PlotFileError,
     PlotUnavailableError,

@@ -2,7 +2,7 @@
 
 Random event streams over several partitions (offsets dense from 0), random batch cuts,
 random stop points and random window specs run through the simulator
-(``pyspark_kafka_upgrade.testing.simulator``), a
+(``pyspark_kafka_upgrade.testing._simulator``), a
 model of Spark's append-mode windowed count (FACTS, "Structured Streaming semantics"). The
 old run's batches become ledger facts the way the listener records them (start and end
 offsets, watermark, min and max valid event time), sometimes with gap markers, holes or a
@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import pyspark_kafka_upgrade.testing.simulator as simulator
+import pyspark_kafka_upgrade.testing._simulator as simulator
 from pyspark_kafka_upgrade._core.planner.restart import plan_restart
 from pyspark_kafka_upgrade._core.planner.retention import (
     check_retention,

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from pyspark_kafka_upgrade._adapters.spark import progress_bar
-from pyspark_kafka_upgrade.testing.waiting import wait_until
+from pyspark_kafka_upgrade.testing._waiting import wait_until
 
 
 @dataclass

@@ -8,7 +8,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-import pyspark_kafka_upgrade.testing.waiting as waiting
+import pyspark_kafka_upgrade.testing._waiting as waiting
 from pyspark_kafka_upgrade._adapters.spark.progress_events import (
     JsonProgressListener,
 )

@@ -13,8 +13,8 @@ from pyspark_kafka_upgrade._application.run.queries import (
     windowed_aggregates,
 )
 from pyspark_kafka_upgrade._example.pipeline import PROJECT
-from pyspark_kafka_upgrade.testing.frames import kafka_rows, project_recipe
-from pyspark_kafka_upgrade.testing.signatures import query_source, with_query_source
+from pyspark_kafka_upgrade.testing._frames import kafka_rows, project_recipe
+from pyspark_kafka_upgrade.testing._signatures import query_source, with_query_source
 
 STEPS = {
     "drop_written_windows": "    framed = steps.drop_written_windows(framed, recipe)\n",

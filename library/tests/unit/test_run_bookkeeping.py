@@ -31,7 +31,7 @@ from pyspark_kafka_upgrade._domain.values.layout import (
     GenerationLayout,
 )
 from pyspark_kafka_upgrade._example.pipeline import PROJECT
-from pyspark_kafka_upgrade.testing.signatures import signature_of
+from pyspark_kafka_upgrade.testing._signatures import signature_of
 
 PIPELINE = "page-views"
 

@@ -23,7 +23,7 @@ from typing import Any
 import pyarrow.fs
 import pytest
 
-import pyspark_kafka_upgrade.testing.waiting as waiting
+import pyspark_kafka_upgrade.testing._waiting as waiting
 from pyspark_kafka_upgrade._adapters.storage.filesystem import (
     Location,
     StorageError,

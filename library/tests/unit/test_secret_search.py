@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pyspark_kafka_upgrade.testing.secret_search import assert_no_secret, find_secret
+from pyspark_kafka_upgrade.testing._secret_search import assert_no_secret, find_secret
 
 SENTINEL = "sentinel-4f2a9c1e"
 

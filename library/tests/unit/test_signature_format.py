@@ -14,7 +14,7 @@ from pyspark_kafka_upgrade._domain.records.signature import (
     signature_digest,
 )
 from pyspark_kafka_upgrade._example.pipeline import PROJECT
-from pyspark_kafka_upgrade.testing.signatures import signature_of
+from pyspark_kafka_upgrade.testing._signatures import signature_of
 
 
 def test_format_2_round_trips_with_the_events_and_the_query() -> None:

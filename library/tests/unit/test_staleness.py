@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-import pyspark_kafka_upgrade.testing.fake_world as fake
+import pyspark_kafka_upgrade.testing._fake_world as fake
 from pyspark_kafka_upgrade._core.planner.decide import (
     batch_level,
 )

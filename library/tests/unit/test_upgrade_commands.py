@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-import pyspark_kafka_upgrade.testing.fake_world as fake
+import pyspark_kafka_upgrade.testing._fake_world as fake
 from pyspark_kafka_upgrade._application.upgrade.commands import (
     APPLY_STEPS,
     apply_command,

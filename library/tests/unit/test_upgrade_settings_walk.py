@@ -4,7 +4,7 @@ to higher layers 14 times)."""
 
 from __future__ import annotations
 
-import pyspark_kafka_upgrade.testing.fake_world as fake
+import pyspark_kafka_upgrade.testing._fake_world as fake
 import support.settings_walk as walk
 from pyspark_kafka_upgrade._application.upgrade.commands import plan_command
 

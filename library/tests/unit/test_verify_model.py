@@ -4,7 +4,7 @@ histories.
 Hypothesis makes up a history: a topic that starts with one or two partitions and may grow,
 events produced out of order (some late, some malformed), generations that each run a few
 micro-batches (some with a no-data batch after them) and are upgraded one into the next.
-The model, ``testing.simulator`` (Spark's append-mode rules as measured, FACTS §6; it
+The model, ``testing._simulator`` (Spark's append-mode rules as measured, FACTS §6; it
 shares no code with `verify`), plays every generation: what it read, its watermarks, the
 pairs it dropped as late, what it wrote and what it still holds. The ledger's and the
 checkpoints' facts are written from the model's batches, as the listener would record them,
@@ -67,7 +67,7 @@ from pyspark_kafka_upgrade._domain.records.verification import (
 from pyspark_kafka_upgrade._domain.values.offsets import PartitionKey
 from pyspark_kafka_upgrade._domain.values.validation import WindowSpec
 from pyspark_kafka_upgrade._example.pipeline import PROJECT
-from pyspark_kafka_upgrade.testing.simulator import AppendQuery, Record, Windows
+from pyspark_kafka_upgrade.testing._simulator import AppendQuery, Record, Windows
 
 TOPIC = "views"
 MINUTE = 60_000

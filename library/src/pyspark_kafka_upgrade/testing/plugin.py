@@ -4,9 +4,9 @@ Loaded by the ``pytest11`` entry point wherever the library is installed. It giv
 
 - ``kafka_backend``: a running broker for the session, started only if a test asks for it.
   ``KAFKA_BACKEND=auto|external|testcontainers|apache|noida`` picks which (see
-  ``kafka_backends``); a broker that dies fails the tests that use it, with its log.
+  ``_kafka``); a broker that dies fails the tests that use it, with its log.
 - ``secured_kafka``: Apache Kafka on SASL_SSL with users, a throwaway CA and ACLs
-  (``secured_kafka``), started only if a test asks for it.
+  (``_kafka.secured``), started only if a test asks for it.
 - ``spark``: one local SparkSession for the session, with the connector under test
   (``KAFKA_CONNECTOR=python|builtin``, else the project's own setting), and its event log
   in ``spark_event_log``.
@@ -15,37 +15,46 @@ Loaded by the ``pytest11`` entry point wherever the library is installed. It giv
   cannot test the library's reference pipeline by mistake.
 - The report header names the backend, the Kafka version and the connector, and every
   test that needs a broker is marked ``integration``.
+
+Loading it imports neither pyspark, py4j, a Kafka client, a container library nor
+cryptography (``tests/unit/test_plugin_imports.py`` checks): each loads when a fixture that
+needs it runs, so installing the library never breaks pytest for tests that use none of
+this, where those packages are absent. Hooks that run in every session say in one line what
+they cannot tell without them.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
+import importlib.util
 import os
 from collections.abc import Generator, Iterator, Sequence
 from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import pyspark
 import pytest
-from pyspark.sql import SparkSession
 
 from pyspark_kafka_upgrade._domain.values.project import Project
-from pyspark_kafka_upgrade.testing.kafka_backends import (
-    BACKEND_CHOICES,
+from pyspark_kafka_upgrade.testing._connector import connector_under_test
+from pyspark_kafka_upgrade.testing._kafka.backend import (
     BACKEND_ENV_VAR,
-    BackendChoice,
     KafkaBackend,
     KafkaBackendError,
     KafkaImageUnavailableError,
+)
+from pyspark_kafka_upgrade.testing._kafka.choice import (
+    BACKEND_CHOICES,
+    BackendChoice,
     describe_backend_choice,
     resolve_backend_choice,
-    start_kafka_backend,
 )
-from pyspark_kafka_upgrade.testing.spark import build_test_spark_session, connector_under_test
 
 if TYPE_CHECKING:
-    from pyspark_kafka_upgrade.testing.secured_kafka import SecuredKafka
+    from pyspark.sql import SparkSession
+
+    from pyspark_kafka_upgrade.testing._kafka.secured import SecuredKafka
 
 PROJECT_OPTION = "pyspark_kafka_upgrade_project"
 _PROJECT = pytest.StashKey[Project]()
@@ -139,16 +148,29 @@ def pytest_report_collectionfinish(
 
 
 def _connector_line(config: pytest.Config) -> str:
+    version = _pyspark_version()
+    if version is None:
+        return "kafka connector: none (pyspark is not installed)"
     try:
         connector = connector_under_test(project_under_test(config))
     except Exception as exc:  # a bad KAFKA_CONNECTOR or settings: say so, never crash here
         return f"kafka connector: INVALID ({exc})"
-    version = pyspark.__version__
     if connector == "builtin":
         reads = f"Spark's spark-sql-kafka-0-10_2.13 {version}, jars from Maven"
     else:
         reads = "the pykafka source on confluent-kafka"
     return f"kafka connector: {connector} ({reads}; Spark {version}, master local[1])"
+
+
+def _pyspark_version() -> str | None:
+    """pyspark's version, read without importing it; None where it is not installed."""
+    if importlib.util.find_spec("pyspark") is None:
+        return None
+    try:
+        return importlib.metadata.version("pyspark")
+    except importlib.metadata.PackageNotFoundError:
+        # On the path but not installed by pip (a Spark home's python/): ask the package.
+        return str(importlib.import_module("pyspark").__version__)
 
 
 @pytest.fixture(scope="session")
@@ -158,6 +180,9 @@ def kafka_backend(pytestconfig: pytest.Config) -> Iterator[KafkaBackend]:
     if isinstance(choice, KafkaBackendError):
         # The message says everything; a traceback into the env parsing would only add noise.
         pytest.fail(str(choice), pytrace=False)
+    # Here, not at the top: starting a broker needs its client library, and maybe more.
+    from pyspark_kafka_upgrade.testing._kafka.start import start_kafka_backend
+
     with ExitStack() as stack:
         failure = None
         try:
@@ -236,6 +261,9 @@ def spark_event_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def spark(pytestconfig: pytest.Config, spark_event_log: Path) -> Iterator[SparkSession]:
     """One SparkSession for the whole run, started only if some test asks for it."""
+    # Here, not at the top: only this fixture needs pyspark.
+    from pyspark_kafka_upgrade.testing._spark import build_test_spark_session
+
     connector = connector_under_test(project_under_test(pytestconfig))
     session = build_test_spark_session("tests", connector, event_log_dir=spark_event_log)
     yield session
@@ -247,8 +275,8 @@ def secured_kafka() -> Iterator[SecuredKafka]:
     """Apache Kafka on SASL_SSL with SCRAM and PLAIN logins, a throwaway CA and ACLs,
     started only if some test asks for it (whatever ``KAFKA_BACKEND`` says: it needs Java
     and Kafka's jars, as the ``apache`` backend does)."""
-    # Imported here: certificates need the cryptography package, which only this needs.
-    from pyspark_kafka_upgrade.testing.secured_kafka import start_secured_kafka
+    # Here, not at the top: certificates need the cryptography package, which only this needs.
+    from pyspark_kafka_upgrade.testing._kafka.secured import start_secured_kafka
 
     with ExitStack() as stack:
         failure = None

@@ -40,14 +40,10 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from pyspark_kafka_upgrade._adapters.kafka.credentials import LOGIN_MODULES
-from pyspark_kafka_upgrade.testing.kafka_backends import (
-    ApacheBroker,
-    Listeners,
-    Progress,
-    _admin,
-    _print_to_stderr,
-    apache_broker,
-)
+from pyspark_kafka_upgrade.testing._kafka.apache import ApacheBroker, apache_broker
+from pyspark_kafka_upgrade.testing._kafka.backend import Progress, print_progress
+from pyspark_kafka_upgrade.testing._kafka.clients import connect_admin
+from pyspark_kafka_upgrade.testing._kafka.listeners import Listeners
 
 SCRAM = "SCRAM-SHA-512"
 PLAIN = "PLAIN"
@@ -262,7 +258,7 @@ class SecuredKafka:
 
     def add_scram_user(self, user: str, password: str) -> Login:
         """Create (or reset) a SCRAM-SHA-512 user; it may do nothing until :meth:`allow`."""
-        admin = _admin(self.bootstrap_servers, self.admin_client)
+        admin = connect_admin(self.bootstrap_servers, self.admin_client)
         upsert = UserScramCredentialUpsertion(
             user, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096), password.encode()
         )
@@ -286,7 +282,7 @@ class SecuredKafka:
             )
             for operation in operations
         ]
-        admin = _admin(self.bootstrap_servers, self.admin_client)
+        admin = connect_admin(self.bootstrap_servers, self.admin_client)
         for future in admin.create_acls(bindings, request_timeout=_ADMIN_TIMEOUT_S).values():
             future.result(timeout=_ADMIN_TIMEOUT_S)
 
@@ -318,7 +314,7 @@ def start_secured_kafka(
     with tempfile.TemporaryDirectory(prefix="kafka-test-tls-") as directory:
         tls = make_throwaway_tls(Path(directory))
         layout = SecuredListeners(tls, admin, plain_user)
-        with apache_broker(env, progress or _print_to_stderr, layout) as broker:
+        with apache_broker(env, progress or print_progress, layout) as broker:
             yield SecuredKafka(
                 bootstrap_servers=broker.bootstrap_servers,
                 plaintext_bootstrap_servers=layout.plaintext_bootstrap_servers,

@@ -23,7 +23,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import pyspark_kafka_upgrade.testing.kafka_backends as kafka
+from pyspark_kafka_upgrade.testing._kafka.clients import Client
+from pyspark_kafka_upgrade.testing._kafka.topics import Record, produce
 
 # (window start in ms, grouping key): one output row's identity.
 WindowKey = tuple[int, str]
@@ -69,18 +70,18 @@ class EventLog:
     """Produces records and remembers each as an :class:`Event` at the offset it got.
 
     Offsets are counted per partition from the first record this log produced to a topic,
-    so every topic a test uses must be new (``kafka.unique_topic``) and written only here.
+    so every topic a test uses must be new (``unique_topic``) and written only here.
     """
 
-    def __init__(self, bootstrap: str, client: kafka.Client = None) -> None:
+    def __init__(self, bootstrap: str, client: Client = None) -> None:
         self.bootstrap = bootstrap
         # A secured broker's login for producing (SecuredKafka.admin_client).
         self.client = client
         self.events: list[Event] = []
         self._next: Counter[tuple[str, int]] = Counter()
 
-    def produce(self, topic: str, records: Sequence[kafka.Record]) -> list[Event]:
-        kafka.produce(self.bootstrap, topic, list(records), client=self.client)
+    def produce(self, topic: str, records: Sequence[Record]) -> list[Event]:
+        produce(self.bootstrap, topic, list(records), client=self.client)
         made = []
         for record in records:
             value = json.loads(record.value or b"{}")

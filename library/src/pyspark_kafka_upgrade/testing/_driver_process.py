@@ -14,7 +14,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
-import pyspark_kafka_upgrade.testing.waiting as waiting
+import pyspark_kafka_upgrade.testing._waiting as waiting
 
 # The reference pipeline's CLI; a project passes its own module.
 MODULE = "pyspark_kafka_upgrade._example"

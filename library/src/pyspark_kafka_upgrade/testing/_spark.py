@@ -1,8 +1,7 @@
 """A small local SparkSession for tests: one core, no UI, loopback only.
 
-``KAFKA_CONNECTOR`` (``python`` or ``builtin``; default: the project's own setting) chooses
-the connector every pipeline test runs with, so CI can run the same suite on both. With
-``builtin`` the session starts with the connector's jars, resolved with Maven on first use.
+It starts with the connector under test (``_connector``); with ``builtin``, with the
+connector's jars, resolved with Maven on first use.
 """
 
 from __future__ import annotations
@@ -21,26 +20,6 @@ from pyspark_kafka_upgrade._adapters.spark.kafka_jars import (
     connector_package,
     fetch_connector_jars,
 )
-from pyspark_kafka_upgrade._core.settings import (
-    load_settings,
-)
-from pyspark_kafka_upgrade._domain.values import catalog
-from pyspark_kafka_upgrade._domain.values.project import Project
-
-CONNECTOR_ENV_VAR = "KAFKA_CONNECTOR"
-CONNECTORS = catalog.CONNECTORS
-
-
-def connector_under_test(project: Project) -> str:
-    """The connector the pipeline tests run with: ``KAFKA_CONNECTOR``, else the project's."""
-    chosen = os.environ.get(CONNECTOR_ENV_VAR, "").strip().lower()
-    if not chosen:
-        return load_settings(project, env={}).settings.kafka.connector
-    if chosen not in CONNECTORS:
-        raise ValueError(
-            f"{CONNECTOR_ENV_VAR}={chosen!r} is not a connector; allowed: {', '.join(CONNECTORS)}"
-        )
-    return chosen
 
 
 def build_test_spark_session(

@@ -10,7 +10,6 @@ archive, hundreds of MB) lives under the test's own temporary directory.
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 from collections.abc import Iterator, Mapping
 from contextlib import ExitStack, contextmanager
@@ -19,8 +18,13 @@ from pathlib import Path
 
 import pyspark
 
-import pyspark_kafka_upgrade.testing.kafka_backends as kafka
-import pyspark_kafka_upgrade.testing.waiting as waiting
+import pyspark_kafka_upgrade.testing._waiting as waiting
+from pyspark_kafka_upgrade.testing._processes import (
+    dies_with_this_process,
+    free_ports,
+    stop_group,
+    tail,
+)
 
 LOOPBACK = "127.0.0.1"
 START_TIMEOUT_S = 120.0
@@ -68,7 +72,7 @@ def standalone_cluster(directory: Path) -> Iterator[SparkCluster]:
     for name in ("logs", "pids", "work", "local"):
         (directory / name).mkdir(parents=True, exist_ok=True)
     spark_class = str(Path(env["SPARK_HOME"]) / "bin" / "spark-class")
-    master_port, master_ui, worker_port, worker_ui = kafka._free_ports(4)
+    master_port, master_ui, worker_port, worker_ui = free_ports(4)
     master_url = f"spark://{LOOPBACK}:{master_port}"
     master = [spark_class, _MASTER, "--host", LOOPBACK, "--port", str(master_port)]
     master += ["--webui-port", str(master_ui)]
@@ -104,7 +108,7 @@ def _daemon(
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
-            preexec_fn=kafka._dies_with_this_process(),
+            preexec_fn=dies_with_this_process(),
         )
     try:
         waiting.wait_until(
@@ -114,22 +118,13 @@ def _daemon(
             message=f"{command[1]} did not log {ready!r}",
         )
         if process.poll() is not None:
-            tail = "\n".join(kafka._tail(log_file, 30))
-            raise SparkClusterError(f"{command[1]} exited with {process.returncode}:\n{tail}")
+            last = "\n".join(tail(log_file, 30))
+            raise SparkClusterError(f"{command[1]} exited with {process.returncode}:\n{last}")
         yield
     finally:
-        _stop(process)
-
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    # The whole group, even when its leader has exited (it is reaped only below): executors
-    # a worker started are in it.
-    kafka._signal_group(process, signal.SIGTERM)
-    try:
-        process.wait(timeout=STOP_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        kafka._signal_group(process, signal.SIGKILL)
-        process.wait(timeout=STOP_TIMEOUT_S)
+        # The whole group, even when its leader has exited: executors a worker started
+        # are in it.
+        stop_group(process, STOP_TIMEOUT_S)
 
 
 def processes_of(directory: Path) -> list[str]:

@@ -16,7 +16,7 @@ from pyspark_kafka_upgrade import steps
 from pyspark_kafka_upgrade._core.query.columns import EVENT_TIME, MALFORMED_REASON
 from pyspark_kafka_upgrade._core.query.event_parser import EventParser
 from pyspark_kafka_upgrade._domain.values.project import Project
-from pyspark_kafka_upgrade.testing.frames import kafka_rows, project_recipe
+from pyspark_kafka_upgrade.testing._frames import kafka_rows, project_recipe
 
 
 def mirror_disagreements(

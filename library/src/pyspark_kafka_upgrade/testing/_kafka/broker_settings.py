@@ -3,6 +3,8 @@ backend's child process, the secured broker and the Kafka container."""
 
 from __future__ import annotations
 
+import base64
+import uuid
 from collections.abc import Mapping
 
 # Beyond the node's roles and listeners, which each way of running a broker sets itself.
@@ -38,3 +40,12 @@ def as_image_environment(settings: Mapping[str, str]) -> dict[str, str]:
         "KAFKA_" + key.replace("_", "__").replace(".", "_").upper(): value
         for key, value in settings.items()
     }
+
+
+def cluster_id() -> str:
+    """A fresh cluster id in Kafka's own form: 16 random bytes, URL-safe base64 unpadded."""
+    while True:
+        made = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        # Kafka never makes one that starts with "-": a command line would read it as an option.
+        if not made.startswith("-"):
+            return made

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+import pyspark_kafka_upgrade.testing._oracle as oracle
 from pyspark_kafka_upgrade._application.run.bookkeeping import UpgradeRequiredError
 from pyspark_kafka_upgrade._application.run.run_command import RunRequest, run_pipeline
 from pyspark_kafka_upgrade._application.upgrade.commands import apply_command, plan_command
@@ -40,10 +41,10 @@ from pyspark_kafka_upgrade._domain.records.plan import UpgradePlan
 from pyspark_kafka_upgrade._domain.records.verification import VerifyReport
 from pyspark_kafka_upgrade._domain.values.layout import GenerationLayout
 from pyspark_kafka_upgrade._domain.values.project import Project
-from pyspark_kafka_upgrade.testing import kafka_backends as kafka
-from pyspark_kafka_upgrade.testing import oracle
-from pyspark_kafka_upgrade.testing.ledgers import ledger_overrides
-from pyspark_kafka_upgrade.testing.spark import connector_under_test
+from pyspark_kafka_upgrade.testing._connector import connector_under_test
+from pyspark_kafka_upgrade.testing._kafka.backend import KafkaBackend
+from pyspark_kafka_upgrade.testing._kafka.topics import Record, create_topic, produce, unique_topic
+from pyspark_kafka_upgrade.testing._ledgers import ledger_overrides
 
 Event = Mapping[str, object]
 # (window start ms, window end ms, the grouping keys' values): one output row's identity.
@@ -99,7 +100,7 @@ class ProofReport:
 def prove_upgrade(
     project: Project,
     spark: SparkSession,
-    kafka_backend: kafka.KafkaBackend,
+    kafka_backend: KafkaBackend,
     tmp_path: Path,
     *,
     events: Sequence[Event],
@@ -118,19 +119,9 @@ def prove_upgrade(
     run here, as an operator's would.
     """
     bootstrap = kafka_backend.bootstrap_servers
-    topic = kafka.unique_topic("proof")
-    kafka.create_topic(bootstrap, topic, partitions)
-    base = [
-        f"pipeline.name={topic}",
-        f"pipeline.root={tmp_path / 'pipeline'}",
-        f"kafka.bootstrap_servers={bootstrap}",
-        f"kafka.topics={topic}",
-        "kafka.starting_offsets=earliest",
-        f"kafka.connector={connector_under_test(project)}",
-        "sink.trigger_interval=1 second",
-        *ledger_overrides(project, tmp_path),
-        *settings,
-    ]
+    topic = unique_topic("proof")
+    create_topic(bootstrap, topic, partitions)
+    base = [*_pipeline_overrides(project, tmp_path, bootstrap, topic), *settings]
     overrides_2 = [*base, *version_2]
     version_1 = load_settings(project, env={}, overrides=base).settings
     upgraded = load_settings(project, env={}, overrides=overrides_2).settings
@@ -145,7 +136,7 @@ def prove_upgrade(
         return 0
 
     runs = run or in_process
-    kafka.produce(bootstrap, topic, records[:stop_after])
+    produce(bootstrap, topic, records[:stop_after])
     _expect(runs(base), 0, "version 1")
     _expect(runs(overrides_2), UpgradeRequiredError.exit_code, "version 2 on the old checkpoint")
     plan = UpgradePlan.from_json(
@@ -159,12 +150,26 @@ def prove_upgrade(
             "proof needs a change that starts a new generation"
         )
     apply_command(upgraded, accept_data_loss=False, spark=lambda: spark)
-    kafka.produce(bootstrap, topic, records[stop_after:])
+    produce(bootstrap, topic, records[stop_after:])
     _expect(runs(overrides_2), 0, "version 2 from the plan")
     report = _compare(spark, version_1, upgraded, events, stop_after, plan)
     report.settings = upgraded
     report.verified = verify_agrees(report, upgraded, spark, events)
     return report
+
+
+def _pipeline_overrides(project: Project, tmp_path: Path, bootstrap: str, topic: str) -> list[str]:
+    """A pipeline of its own for the proof: its topic, its directories and its ledger."""
+    return [
+        f"pipeline.name={topic}",
+        f"pipeline.root={tmp_path / 'pipeline'}",
+        f"kafka.bootstrap_servers={bootstrap}",
+        f"kafka.topics={topic}",
+        "kafka.starting_offsets=earliest",
+        f"kafka.connector={connector_under_test(project)}",
+        "sink.trigger_interval=1 second",
+        *ledger_overrides(project, tmp_path),
+    ]
 
 
 def verify_agrees(
@@ -190,11 +195,11 @@ def verify_says(
     return verified
 
 
-def _records(settings: Settings, events: Sequence[Event], partitions: int) -> list[kafka.Record]:
+def _records(settings: Settings, events: Sequence[Event], partitions: int) -> list[Record]:
     """Round robin over the partitions, each record's CreateTime its event time."""
     field_name = settings.events.time_field
     return [
-        kafka.Record(
+        Record(
             partition=index % partitions,
             key=None,
             value=json.dumps(event).encode(),
