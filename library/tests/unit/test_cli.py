@@ -600,3 +600,23 @@ def test_help_loads_no_use_case() -> None:
         "        cli.main(PROJECT, argv)\n"
     )
     assert [m for m in _loaded_after(script) if m.startswith(USE_CASES)] == []
+
+
+@pytest.mark.parametrize("kind", ["pyspark", "py4j"])
+def test_a_spark_error_is_one_line_with_its_cause_and_exit_code_1(
+    kind: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from py4j.protocol import Py4JError  # type: ignore[import-untyped]
+    from pyspark.errors import PySparkException
+
+    text = "Traceback (most recent call last):\n  ...\nValueError: the broker went away\n"
+    error = PySparkException(text) if kind == "pyspark" else Py4JError(text)
+
+    def fail(*args: object, **kwargs: object) -> str:
+        raise error
+
+    monkeypatch.setattr(configuration, "render_settings", fail)
+    assert main(["config", "show"]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == f"{PROG}: error: Spark: ValueError: the broker went away\n"
