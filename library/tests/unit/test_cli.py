@@ -1,5 +1,8 @@
 import argparse
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -16,7 +19,8 @@ from pyspark_kafka_upgrade._core.settings import (
 from pyspark_kafka_upgrade._domain.records.verification import Status
 from pyspark_kafka_upgrade._domain.values.outcome import Outcome
 from pyspark_kafka_upgrade._example.pipeline import PROJECT
-from pyspark_kafka_upgrade.cli import build_parser, console
+from pyspark_kafka_upgrade.cli import console
+from pyspark_kafka_upgrade.cli._parser import build_parser
 from support.example import PROG, main
 
 
@@ -559,3 +563,60 @@ def test_every_commands_help_ends_with_an_example() -> None:
         assert any(command.split()[1 : 1 + len(words)] == words for command in commands) or (
             not words
         ), f"{parser.prog}: {commands}"
+
+
+# Start-up: part of an upgrade's downtime, so a command loads its use case only when it runs.
+
+USE_CASES = "pyspark_kafka_upgrade._application"
+
+
+def _loaded_after(script: str) -> list[str]:
+    """The modules a fresh interpreter holds after ``script``: this one has loaded them all."""
+    probe = f"{script}\nimport sys\nprint('\\n'.join(sorted(sys.modules)))"
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)},
+    )
+    return done.stdout.split()
+
+
+def test_importing_the_cli_loads_no_spark_and_no_use_case() -> None:
+    loaded = _loaded_after("from pyspark_kafka_upgrade import cli")
+    assert [m for m in loaded if m.startswith(("pyspark.", "py4j", USE_CASES))] == []
+    assert "pyspark" not in loaded
+
+
+def test_help_loads_no_use_case() -> None:
+    script = (
+        "import contextlib, io\n"
+        "from pyspark_kafka_upgrade import cli\n"
+        "from pyspark_kafka_upgrade._example.pipeline import PROJECT\n"
+        "for argv in (['--help'], ['upgrade', 'plan', '--help'], ['verify', '--help']):\n"
+        "    with contextlib.suppress(SystemExit), contextlib.redirect_stdout(io.StringIO()):\n"
+        "        cli.main(PROJECT, argv)\n"
+    )
+    assert [m for m in _loaded_after(script) if m.startswith(USE_CASES)] == []
+
+
+@pytest.mark.parametrize("kind", ["pyspark", "py4j"])
+def test_a_spark_error_is_one_line_with_its_cause_and_exit_code_1(
+    kind: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from py4j.protocol import Py4JError  # type: ignore[import-untyped]
+    from pyspark.errors import PySparkException
+
+    text = "Traceback (most recent call last):\n  ...\nValueError: the broker went away\n"
+    error = PySparkException(text) if kind == "pyspark" else Py4JError(text)
+
+    def fail(*args: object, **kwargs: object) -> str:
+        raise error
+
+    monkeypatch.setattr(configuration, "render_settings", fail)
+    assert main(["config", "show"]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == f"{PROG}: error: Spark: ValueError: the broker went away\n"

@@ -67,7 +67,7 @@ def _with_this_path() -> dict[str, str]:
 LAYER_FOLDERS = ("_application", "_adapters", "_core", "_domain")
 
 
-@pytest.mark.parametrize("folder", ["", *LAYER_FOLDERS, "testing._kafka"])
+@pytest.mark.parametrize("folder", ["", *LAYER_FOLDERS, "testing._kafka", "cli"])
 def test_every_package_and_module_has_a_layer(folder: str) -> None:
     container = ".".join(filter(None, (PACKAGE, folder)))
     listed = _layered_names(container)
@@ -171,6 +171,8 @@ def test_importing_the_whole_pure_core_loads_no_spark() -> None:
         ),
         # the pure core reaching for Spark
         ("_core/query/spark_probe.py", "import pyspark.sql", "imports no Spark"),
+        # one command's module loading another's
+        ("cli/_run.py", "from pyspark_kafka_upgrade.cli import _upgrade", "CLI"),
     ],
     ids=[
         "sibling-adapters",
@@ -178,6 +180,7 @@ def test_importing_the_whole_pure_core_loads_no_spark() -> None:
         "core-parts",
         "planner-cycle",
         "core-imports-spark",
+        "cli-command-imports-another",
     ],
 )
 def test_the_contracts_fail_on_a_forbidden_import(
@@ -201,6 +204,7 @@ def test_the_contracts_fail_on_a_forbidden_import(
         "Adapters": "Adapters: one outside system each",
         "independent": "The pure core's parts are independent",
         "imports no Spark": "The pure core imports no Spark",
+        "CLI": "CLI: one command, the parser",
         None: "No import cycles between siblings",
     }[broken]
     # The copy first; bench/, the other root package, from the library.

@@ -28,14 +28,16 @@ from pyspark_kafka_upgrade._adapters.storage.filesystem import (
     Location,
     StorageError,
 )
+from pyspark_kafka_upgrade._adapters.storage.process_table import (
+    ProcessState,
+    host_identity,
+    process_start_marker,
+)
 from pyspark_kafka_upgrade._adapters.storage.run_lock import (
     LockRecord,
-    ProcessState,
     RunLock,
     RunLockError,
     RunLockHeldError,
-    host_identity,
-    process_start_marker,
 )
 
 NOW = 1_800_000_000_000  # a frozen wall clock, in epoch ms

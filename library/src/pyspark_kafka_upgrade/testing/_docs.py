@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pyspark_kafka_upgrade._domain.values.project import Project
-from pyspark_kafka_upgrade.cli import build_parser
+from pyspark_kafka_upgrade.cli._parser import build_parser
 
 _FENCE = re.compile(r"^\s*```[^\n]*\n(.*?)^\s*```", re.MULTILINE | re.DOTALL)
 
