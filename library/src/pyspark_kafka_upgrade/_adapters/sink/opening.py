@@ -2,6 +2,7 @@
 
 Each kind of sink is imported by name from ``values.catalog.SINKS``, as the ledger's stores
 are: a sink whose client library is an extra (a table format) loads only where it is used.
+Every kind is built the same way, ``Kind(root, sink_format, quarantine=..., located=...)``.
 """
 
 from __future__ import annotations
