@@ -14,13 +14,14 @@ import support.pipelines as pipelines
 from bench.kit.context import Connector
 from pyspark_kafka_upgrade import steps
 from pyspark_kafka_upgrade._adapters.kafka.connector import read_kafka_stream
-from pyspark_kafka_upgrade._adapters.sink.writer import Trigger, start_file_sink
+from pyspark_kafka_upgrade._adapters.sink.writer import start_file_sink
 from pyspark_kafka_upgrade._adapters.spark import parsing
 from pyspark_kafka_upgrade._adapters.spark.session import build_spark_session
 from pyspark_kafka_upgrade._application.run.bookkeeping import GenerationStart
 from pyspark_kafka_upgrade._application.run.queries import recipe_of
 from pyspark_kafka_upgrade._core.query import columns
 from pyspark_kafka_upgrade._core.settings import Settings
+from pyspark_kafka_upgrade._domain.records.sink import Trigger
 from pyspark_kafka_upgrade._example import query
 
 

@@ -23,6 +23,9 @@ from pyspark_kafka_upgrade._adapters.checkpoint.reader import (
 from pyspark_kafka_upgrade._adapters.ledger.opening import (
     open_store,
 )
+from pyspark_kafka_upgrade._adapters.sink.opening import (
+    open_sink,
+)
 from pyspark_kafka_upgrade._adapters.storage.run_lock import (
     RunLock,
     RunLockHeldError,
@@ -263,7 +266,7 @@ def test_the_inspector_reads_the_run_checkpoint_and_agrees_with_the_ledger(
     with open_store(settings.ledger, spark=lambda: spark) as store:
         report = inspect_checkpoint(
             layout.checkpoint,
-            sink_uri=layout.output,
+            sink=open_sink(settings.sink.format, layout.root),
             ledger=store,
             pipeline=settings.pipeline.name,
             generation=1,

@@ -17,7 +17,7 @@ from pyspark_kafka_upgrade import testing
 from pyspark_kafka_upgrade._adapters.ledger.opening import (
     open_store,
 )
-from pyspark_kafka_upgrade._adapters.sink.reader import (
+from pyspark_kafka_upgrade._adapters.sink.reading import (
     read_output,
 )
 from pyspark_kafka_upgrade._application.run.run_command import (

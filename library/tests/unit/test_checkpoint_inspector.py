@@ -17,16 +17,24 @@ import support.offset_stores as offset_stores
 from pyspark_kafka_upgrade._adapters.ledger.sqlite_store import (
     SqliteOffsetStore,
 )
+from pyspark_kafka_upgrade._adapters.sink.opening import (
+    open_sink,
+)
+from pyspark_kafka_upgrade._application.checkpoint_show.render import (
+    render_report,
+)
 from pyspark_kafka_upgrade._application.checkpoint_show.report import (
     Verdict,
     inspect_checkpoint,
-    render_report,
 )
 from pyspark_kafka_upgrade._core.formats.format_errors import (
     NotACheckpointError,
 )
 from pyspark_kafka_upgrade._domain.records.ledger import (
     BatchRecord,
+)
+from pyspark_kafka_upgrade._domain.records.sink import (
+    Sink,
 )
 
 PIPELINE = "page-views"
@@ -92,6 +100,11 @@ def write_sink(root: Path, batches: range) -> str:
     return str(root)
 
 
+def sink_at(location: str | None) -> Sink | None:
+    """The file sink with generation 1's output at ``location``, as ``--sink`` gives it."""
+    return None if location is None else open_sink("parquet", location, located={1: location})
+
+
 def record(batch: int, **changes: object) -> BatchRecord:
     facts: dict[str, object] = {
         "query_id": QUERY_ID,
@@ -120,7 +133,7 @@ def inspect(
     checkpoint: str, ledger: SqliteOffsetStore | None, sink: str | None = None
 ) -> dict[str, object]:
     report = inspect_checkpoint(
-        checkpoint, sink_uri=sink, ledger=ledger, pipeline=PIPELINE, generation=1
+        checkpoint, sink=sink_at(sink), ledger=ledger, pipeline=PIPELINE, generation=1
     )
     data = json.loads(render_report(report, as_json=True))
     assert isinstance(data, dict)
@@ -354,7 +367,7 @@ def test_a_committed_file_gone_or_of_another_size_is_named_in_one_line_each(
     (output / "part-1.parquet").unlink()
     (output / "part-2.parquet").write_bytes(b"p" * 512)
     report = inspect_checkpoint(
-        checkpoint, sink_uri=sink, ledger=ledger, pipeline=PIPELINE, generation=1
+        checkpoint, sink=sink_at(sink), ledger=ledger, pipeline=PIPELINE, generation=1
     )
 
     values, sentences = fields_and_sentences(render_report(report, as_json=False))
@@ -408,7 +421,7 @@ def test_the_human_report_states_the_key_numbers_in_aligned_fields(
     ledger.record_gap(offset_stores.make_gap(1_700_000_002_500, batch_id=2))
     sink = write_sink(tmp_path / "output", range(4))
     report = inspect_checkpoint(
-        checkpoint, sink_uri=sink, ledger=ledger, pipeline=PIPELINE, generation=1
+        checkpoint, sink=sink_at(sink), ledger=ledger, pipeline=PIPELINE, generation=1
     )
     assert report.ledger.verdict is Verdict.LEDGER_BEHIND
     values, sentences = fields_and_sentences(render_report(report, as_json=False))
@@ -438,7 +451,7 @@ def test_the_human_report_of_a_disagreement_names_the_batch(
         ledger.record_batch(record(batch))
     ledger.record_batch(record(2, end_offsets='{"page-views":{"0":30,"1":40}}'))
     report = inspect_checkpoint(
-        checkpoint, sink_uri=None, ledger=ledger, pipeline=PIPELINE, generation=1
+        checkpoint, sink=None, ledger=ledger, pipeline=PIPELINE, generation=1
     )
     values, sentences = fields_and_sentences(render_report(report, as_json=False))
     assert values["verdict"] == "disagrees"
@@ -453,5 +466,5 @@ def test_the_human_report_of_a_disagreement_names_the_batch(
 def test_inspecting_a_path_that_is_not_a_checkpoint_fails(tmp_path: Path) -> None:
     with pytest.raises(NotACheckpointError, match="the path does not exist"):
         inspect_checkpoint(
-            str(tmp_path / "missing"), sink_uri=None, ledger=None, pipeline=PIPELINE, generation=1
+            str(tmp_path / "missing"), sink=None, ledger=None, pipeline=PIPELINE, generation=1
         )

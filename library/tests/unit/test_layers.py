@@ -81,9 +81,27 @@ def test_every_package_and_module_has_a_layer(folder: str) -> None:
     assert sorted(listed - present) == [], "pyproject.toml names layers that do not exist"
 
 
+def _type_checking_only(tree: ast.Module) -> set[int]:
+    """The ids of the nodes under ``if TYPE_CHECKING:``: they name types for the checker and
+    load nothing (the subprocess test below holds that)."""
+    return {
+        id(inner)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If)
+        and isinstance(node.test, ast.Name)
+        and node.test.id == "TYPE_CHECKING"
+        for statement in node.body
+        for inner in ast.walk(statement)
+    }
+
+
 def _third_party_imports(path: Path) -> list[str]:
     found = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    annotations_only = _type_checking_only(tree)
+    for node in ast.walk(tree):
+        if id(node) in annotations_only:
+            continue
         names = []
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]

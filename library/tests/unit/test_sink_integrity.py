@@ -10,13 +10,13 @@ import sys
 from pathlib import Path
 
 from pyspark_kafka_upgrade._adapters.sink.integrity import (
-    IntegrityError,
     Listing,
     check_generation,
     damaged_files,
 )
 from pyspark_kafka_upgrade._core.formats.sink_log import SinkFileEntry
 from pyspark_kafka_upgrade._domain.records.damage import Damage, DamagedFile, Part
+from pyspark_kafka_upgrade._domain.records.sink_errors import IntegrityError
 from support.permissions import unprivileged, unreadable
 
 OUTPUT = "file:///data/output/generation-2"
@@ -182,7 +182,8 @@ def test_more_than_one_damaged_file_is_still_one_line() -> None:
 PROBE = """
 import sys
 from pyspark_kafka_upgrade._adapters.sink import integrity
-from pyspark_kafka_upgrade._adapters.sink.integrity import IntegrityError, check_generation
+from pyspark_kafka_upgrade._adapters.sink.integrity import check_generation
+from pyspark_kafka_upgrade._domain.records.sink_errors import IntegrityError
 print([file.message() for file in check_generation(2, sys.argv[1]).damaged])
 try:
     integrity.read_generation_log(2, sys.argv[1])

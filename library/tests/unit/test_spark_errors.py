@@ -74,6 +74,16 @@ DENIED = error(
     f"Caused by: java.io.FileNotFoundException: {FILE} (Permission denied)\n"
 )
 NOT_FOUND = error(f"[PATH_NOT_FOUND] Path does not exist: file:{FILE}. SQLSTATE: 42K03")
+ORC_FILE = "/tmp/pipeline/output/generation-1/part-00000-24daf282-c000.zstd.orc"
+# Spark's ORC reader infers the schema on the driver, and Hadoop's error comes through as is.
+ORC_CHECKSUM = error(
+    "An error occurred while calling o57.load.\n"
+    f": org.apache.hadoop.fs.ChecksumException: Checksum error: file:{ORC_FILE} at 0 exp: "
+    "578627977 got: 742178195\n"
+    "\tat org.apache.hadoop.fs.FSInputChecker.verifySums(FSInputChecker.java:352)\n"
+    "\tat org.apache.spark.sql.execution.datasources.orc.OrcUtils$.readSchema("
+    "OrcUtils.scala:94)\n"
+)
 
 
 @pytest.mark.parametrize(
@@ -151,8 +161,27 @@ NOT_FOUND = error(f"[PATH_NOT_FOUND] Path does not exist: file:{FILE}. SQLSTATE:
                 denied=False,
             ),
         ),
+        (
+            ORC_CHECKSUM,
+            FileReadFailure(
+                path=f"file:{ORC_FILE}",
+                error_class="ChecksumException",
+                cause="Checksum error: at 0 exp: 578627977 got: 742178195",
+                missing=False,
+                denied=False,
+            ),
+        ),
     ],
-    ids=["checksum", "deleted", "footer", "wrong tail", "gone", "denied", "path not found"],
+    ids=[
+        "checksum",
+        "deleted",
+        "footer",
+        "wrong tail",
+        "gone",
+        "denied",
+        "path not found",
+        "orc checksum",
+    ],
 )
 def test_a_failed_read_names_the_file_and_why(
     spark_error: Exception, expected: FileReadFailure

@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
 import pytest
 
-import pyspark_kafka_upgrade._application.run.supervisor as supervisor
-from pyspark_kafka_upgrade._adapters.sink.writer import (
-    Trigger,
-)
 from pyspark_kafka_upgrade._application.run.queries import (
     Phase,
     QuerySpec,
@@ -19,6 +16,9 @@ from pyspark_kafka_upgrade._application.run.queries import (
 from pyspark_kafka_upgrade._application.run.supervisor import (
     Supervision,
     supervise,
+)
+from pyspark_kafka_upgrade._domain.records.sink import (
+    Trigger,
 )
 
 
@@ -68,8 +68,19 @@ class StandInLock:
     lost: bool = False
 
 
-def spec(name: str) -> QuerySpec:
-    return QuerySpec(name, cast(Any, None), f"out/{name}", f"cp/{name}", "parquet", Trigger())
+@dataclass
+class StandInSink:
+    """A sink whose queries ``starts`` makes, by query name."""
+
+    starts: Callable[[str], StandInQuery]
+
+    def start(self, frame: object, *, query_name: str, **_: object) -> StandInQuery:
+        return self.starts(query_name)
+
+
+def spec(name: str, starts: Callable[[str], StandInQuery]) -> QuerySpec:
+    sink = cast(Any, StandInSink(starts))
+    return QuerySpec(name, cast(Any, None), sink, 1, f"cp/{name}", Trigger())
 
 
 def watch(stop: threading.Event | None = None) -> Supervision:
@@ -80,37 +91,31 @@ def watch(stop: threading.Event | None = None) -> Supervision:
     )
 
 
-def test_a_query_started_before_its_sibling_failed_to_start_is_stopped(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_a_query_started_before_its_sibling_failed_to_start_is_stopped() -> None:
     started: list[StandInQuery] = []
 
-    def start_file_sink(frame: object, *, query_name: str, **_: object) -> StandInQuery:
+    def start(query_name: str) -> StandInQuery:
         if query_name == "second":
             raise RuntimeError("cannot start")
         started.append(StandInQuery(query_name))
         return started[-1]
 
-    monkeypatch.setattr(supervisor, "start_file_sink", start_file_sink)
     spark = StandInSpark()
     with pytest.raises(RuntimeError, match="cannot start"):
-        supervise(cast(Any, spark), [Phase((spec("first"), spec("second")))], watch())
+        supervise(cast(Any, spark), [Phase((spec("first", start), spec("second", start)))], watch())
     assert [(q.name, q.stopped) for q in started] == [("first", True)]
     assert spark.listeners == []
 
 
-def test_the_next_phase_starts_only_after_the_first_ran_to_its_end(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_the_next_phase_starts_only_after_the_first_ran_to_its_end() -> None:
     queries = {"replay": StandInQuery("replay", polls=2), "steady": StandInQuery("steady", polls=1)}
     order: list[str] = []
 
-    def start_file_sink(frame: object, *, query_name: str, **_: object) -> StandInQuery:
+    def start(query_name: str) -> StandInQuery:
         order.append(query_name)
         return queries[query_name]
 
-    monkeypatch.setattr(supervisor, "start_file_sink", start_file_sink)
-    phases = [Phase((spec("replay"),)), Phase((spec("steady"),))]
+    phases = [Phase((spec("replay", start),)), Phase((spec("steady", start),))]
     outcome = supervise(cast(Any, StandInSpark()), phases, watch())
     assert order == ["replay", "steady"]
     assert outcome.stopped_by == "end of input"
@@ -119,19 +124,16 @@ def test_the_next_phase_starts_only_after_the_first_ran_to_its_end(
     assert queries["replay"].stopped
 
 
-def test_a_stop_request_during_the_first_phase_starts_no_other(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_a_stop_request_during_the_first_phase_starts_no_other() -> None:
     stop = threading.Event()
     order: list[str] = []
 
-    def start_file_sink(frame: object, *, query_name: str, **_: object) -> StandInQuery:
+    def start(query_name: str) -> StandInQuery:
         order.append(query_name)
         stop.set()  # as a signal handler would, while the query runs
         return StandInQuery(query_name)
 
-    monkeypatch.setattr(supervisor, "start_file_sink", start_file_sink)
-    phases = [Phase((spec("replay"),)), Phase((spec("steady"),))]
+    phases = [Phase((spec("replay", start),)), Phase((spec("steady", start),))]
     outcome = supervise(cast(Any, StandInSpark()), phases, watch(stop))
     assert order == ["replay"]
     assert outcome.stopped_by == "stop request"

@@ -1,13 +1,13 @@
 """Use case for `output show`: the committed windowed rows of every generation, for people.
 
-Rows come through ``sink.reader``, so each generation is read through its own
-``_spark_metadata`` and files of batches that never committed are never shown. Rows are
-ordered by window start, then generation, then the grouping keys, so a window counted by
-two generations around an upgrade shows as neighbouring rows.
+Rows come through the pipeline's ``Sink``, which reads only what each generation committed
+(the file sink: through its own log), so rows of batches that never committed are never
+shown. Rows are ordered by window start, then generation, then the grouping keys, so a window
+counted by two generations around an upgrade shows as neighbouring rows.
 
-A damaged committed file (``model.damage``) stops it with one line, before Spark starts when
-``storage`` can see it, else from Spark's error: showing the rest as if they were the whole
-output would hide the rows that file held.
+A damaged committed file (``records.damage``) stops it with one line, before Spark starts
+when ``storage`` can see it, else from Spark's error: showing the rest as if they were the
+whole output would hide the rows that file held.
 """
 
 from __future__ import annotations
@@ -23,22 +23,21 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import NumericType, TimestampType
 
-from pyspark_kafka_upgrade._adapters.sink.integrity import IntegrityError
-from pyspark_kafka_upgrade._adapters.sink.reader import (
-    GENERATION,
-    FileFormat,
-    GenerationOutput,
-    damage_in,
-    describe_generations,
-    read_generations,
-    require_committed,
-)
+from pyspark_kafka_upgrade._adapters.sink.opening import open_sink
 from pyspark_kafka_upgrade._adapters.spark.session import command_session
 from pyspark_kafka_upgrade._adapters.spark.spark_errors import failed_file
 from pyspark_kafka_upgrade._adapters.storage.filesystem import absolute_uri
 from pyspark_kafka_upgrade._core.query.columns import WINDOW_START
 from pyspark_kafka_upgrade._core.settings import Settings
 from pyspark_kafka_upgrade._domain.errors import PipelineError
+from pyspark_kafka_upgrade._domain.records.sink import (
+    GENERATION,
+    GenerationOutput,
+    Sink,
+    require_committed,
+)
+from pyspark_kafka_upgrade._domain.records.sink_errors import IntegrityError
+from pyspark_kafka_upgrade._domain.values.catalog import SinkFormat
 from pyspark_kafka_upgrade._domain.values.layout import output_root
 
 DEFAULT_LIMIT = 20
@@ -116,7 +115,8 @@ def show_output(
     if limit is not None and limit < 0:
         raise InvalidLimitError(f"the number of rows to show must be 0 or more, got {limit}")
     root = absolute_uri(settings.pipeline.root)
-    outputs = describe_generations(root, None if generation is None else [generation])
+    sink = open_sink(settings.sink.format, root)
+    outputs = sink.outputs(None if generation is None else [generation])
     damaged = [file for output in outputs for file in output.damaged]
     if damaged:
         raise IntegrityError(damaged, _rest(outputs))  # before Spark starts, as below
@@ -125,6 +125,7 @@ def show_output(
     try:
         report = collect_report(
             session,
+            sink,
             outputs,
             file_format=settings.sink.format,
             output=output_root(root),
@@ -132,7 +133,7 @@ def show_output(
             limit=limit,
         )
     except Exception as error:
-        unreadable = damage_in(failed_file(error), outputs)
+        unreadable = sink.damage_in(failed_file(error), outputs)
         if unreadable is None:
             raise
         raise IntegrityError([unreadable], _rest(outputs, unreadable.generation)) from None
@@ -158,15 +159,17 @@ def _rest(outputs: Sequence[GenerationOutput], damaged: int | None = None) -> st
 
 def collect_report(
     spark: SparkSession,
+    sink: Sink,
     outputs: Sequence[GenerationOutput],
     *,
-    file_format: FileFormat,
+    file_format: SinkFormat,
     output: str,
     keys: Sequence[str],
     limit: int | None,
 ) -> OutputReport:
-    """Read ``outputs``, count rows per generation and collect the first ``limit`` rows."""
-    frame = read_generations(spark, outputs, file_format=file_format)
+    """Read ``outputs`` through ``sink``, count rows per generation and collect the first
+    ``limit`` rows."""
+    frame = sink.read(spark, outputs)
     counts = {row[0]: row[1] for row in frame.groupBy(GENERATION).count().collect()}
     # Keys of this version that an older generation lacked are null there; sorting on them
     # is still well defined. Keys the output no longer has cannot be sorted on.
@@ -192,7 +195,7 @@ def collect_report(
         generations=tuple(
             GenerationSummary(
                 generation=described.generation,
-                directory=described.directory,
+                directory=described.location,
                 last_batch_id=described.last_batch_id,
                 rows=counts.get(described.generation, 0),
             )

@@ -3,8 +3,9 @@
 Gather once (the ledger's generations and batches, each checkpoint's committed batches, the
 brokers' earliest offsets), decide purely (``reconcile.scope``: who owns each window, which
 batch read each offset, which offsets to read back), compute in Spark
-(``spark.reconcile``: the windows again from the records, against every generation's
-committed output), then render (``reconcile.render``).
+(``spark.recompute``: the windows again from the records, against every generation's
+committed output, read back through the pipeline's ``Sink``), then render
+(``reconciliation.verify_words``).
 """
 
 from __future__ import annotations
@@ -19,12 +20,8 @@ from pyspark_kafka_upgrade._adapters.checkpoint.reader import checkpoint_facts, 
 from pyspark_kafka_upgrade._adapters.kafka.connector import open_metadata, read_kafka_range
 from pyspark_kafka_upgrade._adapters.kafka.initial_offsets import load_initial_offsets
 from pyspark_kafka_upgrade._adapters.ledger.opening import ledger_exists, open_store
-from pyspark_kafka_upgrade._adapters.sink.reader import (
-    GenerationOutput,
-    describe_generations,
-    read_around_damage,
-    read_generations,
-)
+from pyspark_kafka_upgrade._adapters.sink.opening import open_sink
+from pyspark_kafka_upgrade._adapters.sink.reading import read_around_damage
 from pyspark_kafka_upgrade._adapters.spark.progress_bar import job_progress
 from pyspark_kafka_upgrade._adapters.spark.recompute import Parsing, reconcile
 from pyspark_kafka_upgrade._adapters.spark.session import local_session_factory
@@ -47,6 +44,7 @@ from pyspark_kafka_upgrade._domain.records.ledger import GenerationRecord
 from pyspark_kafka_upgrade._domain.records.plan import UpgradePlan
 from pyspark_kafka_upgrade._domain.records.record_errors import NoLedgerError
 from pyspark_kafka_upgrade._domain.records.signature import PipelineSignature
+from pyspark_kafka_upgrade._domain.records.sink import GenerationOutput
 from pyspark_kafka_upgrade._domain.records.store import OffsetStore
 from pyspark_kafka_upgrade._domain.records.verification import (
     GenerationFacts,
@@ -110,15 +108,15 @@ def verify_pipeline(
 ) -> VerifyReport:
     """Reconcile the output of ``settings``' pipeline with its source; the typed report.
 
-    Committed files that are damaged (gone, another size, no access; ``sink.integrity``) are
+    Committed files that are damaged (gone, another size, no access: ``Sink.outputs``) are
     left out and named in the report; so is a file Spark then finds it cannot read (a
     checksum, a footer), after which the reconciliation runs again without it
-    (``sink.reader.read_around_damage``, bounded).
+    (``sink.reading.read_around_damage``, bounded).
     """
     sessions = spark if callable(spark) else (lambda: spark)
     facts = gather(settings, sessions)
     session = sessions()
-    root = absolute_uri(settings.pipeline.root)
+    sink = open_sink(settings.sink.format, absolute_uri(settings.pipeline.root))
     rules = Parsing(
         events=settings.project.events,
         time_source=settings.events.time_source,
@@ -128,11 +126,7 @@ def verify_pipeline(
 
     def attempt(outputs: Sequence[GenerationOutput]) -> VerifyReport:
         readable = [output for output in outputs if output.has_output]
-        written = (
-            read_generations(session, readable, file_format=settings.sink.format)
-            if readable
-            else None
-        )
+        written = sink.read(session, readable) if readable else None
         return verify_facts(
             facts,
             scope,
@@ -144,7 +138,7 @@ def verify_pipeline(
             damaged=[file for output in outputs for file in output.damaged],
         )
 
-    return read_around_damage(describe_generations(root), attempt, failed_file=failed_file)
+    return read_around_damage(sink, sink.outputs(), attempt, failed_file=failed_file)
 
 
 def verify_facts(

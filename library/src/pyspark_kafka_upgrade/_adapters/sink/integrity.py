@@ -6,8 +6,8 @@ another size, is no longer what the pipeline wrote, and Spark fails on it with a
 Java (``FAILED_READ_FILE.FILE_NOT_EXIST``, ``CANNOT_READ_FILE_FOOTER``). One listing of
 each directory the files live in answers both for every file at once, where a look at each
 file would cost a request each on an object store. What only reading the bytes can show
-(Hadoop's checksum, a damaged footer) is Spark's to find: ``sink.reader`` turns its error
-into the same record.
+(Hadoop's checksum, a damaged footer) is Spark's to find: the file sink
+(``FileSink.damage_in``) turns its error into the same record.
 
 Gather (:func:`check_generation`: the log, the listings), then decide (:func:`damaged_files`,
 pure: the log against the listings).
@@ -16,7 +16,7 @@ pure: the log against the listings).
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from urllib.parse import unquote
 
@@ -27,42 +27,22 @@ from pyspark_kafka_upgrade._adapters.storage.filesystem import (
     open_location,
 )
 from pyspark_kafka_upgrade._core.formats.sink_log import SinkFileEntry, SinkLog
-from pyspark_kafka_upgrade._domain.errors import PipelineError
 from pyspark_kafka_upgrade._domain.records.damage import (
     DamagedFile,
     Part,
-    generations_of,
     missing,
     no_access,
     wrong_size,
 )
+from pyspark_kafka_upgrade._domain.records.sink_errors import IntegrityError
 
 __all__ = [
     "GenerationCheck",
-    "IntegrityError",
     "Listing",
     "check_generation",
     "damaged_files",
     "read_generation_log",
 ]
-
-
-class IntegrityError(PipelineError):
-    """A generation's committed output is damaged or cannot be read; one line says which
-    file of which generation, what happened and what to do."""
-
-    def __init__(self, damaged: Sequence[DamagedFile], alternative: str | None = None) -> None:
-        if not damaged:
-            raise ValueError("an IntegrityError names at least one damaged file")
-        self.damaged = tuple(damaged)
-        first, more = self.damaged[0], len(self.damaged) - 1
-        line = first.message(alternative)
-        if more:
-            generations = ", ".join(map(str, generations_of(self.damaged[1:])))
-            line += (
-                f" ({more} more damaged in generation {generations}: `verify --json` lists each)"
-            )
-        super().__init__(line)
 
 
 @dataclass(frozen=True, slots=True)

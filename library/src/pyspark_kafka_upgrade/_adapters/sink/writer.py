@@ -1,4 +1,4 @@
-"""The append-mode file sink every query of the pipeline writes through.
+"""Appending a streaming query to a file sink: the one place a file sink query starts.
 
 Append mode writes a window once, when the watermark passes its end, and never rewrites it;
 the sink's ``_spark_metadata`` log names the files of committed batches, which makes the
@@ -7,20 +7,13 @@ output exactly-once for readers that go through it (see ``layout``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from pyspark.sql import DataFrame
 from pyspark.sql.streaming.query import StreamingQuery
 
+from pyspark_kafka_upgrade._domain.records.sink import Trigger
 from pyspark_kafka_upgrade._domain.values.catalog import SinkFormat
 
-
-@dataclass(frozen=True, slots=True)
-class Trigger:
-    """Run a batch every ``interval`` (a Spark interval), or all available data then stop."""
-
-    interval: str | None = None
-    available_now: bool = False
+__all__ = ["start_file_sink"]
 
 
 def start_file_sink(

@@ -33,6 +33,11 @@ _FILE_ERROR = re.compile(
     r"\[(?P<error_class>FAILED_READ_FILE(?:\.\w+)?|CANNOT_READ_FILE_FOOTER|PATH_NOT_FOUND)\]"
     r"[^\n]*?(?:file:? |exist: )(?P<path>\S+?)\.?(?:\s|$)"
 )
+# Spark's ORC reader lets Hadoop's own error through, with no error class, when it reads a
+# file's schema on the driver (measured on 4.2); its exception's name stands for the class.
+_UNCLASSIFIED = re.compile(
+    r"(?P<error_class>ChecksumException): Checksum error: (?P<path>\S+) at \d+"
+)
 # Causes below Spark's error that say the file is not there, or not for this user.
 _MISSING = ("FILE_NOT_EXIST", "PATH_NOT_FOUND", "FileNotFoundException")
 _DENIED = ("AccessDeniedException", "Permission denied")
@@ -57,7 +62,7 @@ def failed_file(error: BaseException) -> FileReadFailure | None:
     Java causes in their text, which is all this reads, so it imports neither.
     """
     text = str(error)
-    found = _FILE_ERROR.search(text)
+    found = _FILE_ERROR.search(text) or _UNCLASSIFIED.search(text)
     if found is None:
         return None
     path = found.group("path")
@@ -66,6 +71,7 @@ def failed_file(error: BaseException) -> FileReadFailure | None:
     reason = re.sub(rf"\S*{name}\S*", "", cause(error))
     # The error class is said once, in its own field; the SQL state tells a user nothing.
     reason = " ".join(re.sub(r"\[[A-Z_.]+\] |\s*SQLSTATE: \w+", "", reason).split())
+    reason = reason.removeprefix(f"{found.group('error_class')}: ")
     below = text[found.end() :]
     said = found.group(0) + below
     if not any(marker in said for marker in (*_MISSING, *_DENIED, *_DAMAGED)):

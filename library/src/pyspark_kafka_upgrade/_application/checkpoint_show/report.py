@@ -6,25 +6,24 @@ default), so offsets and watermarks are compared only for batches whose files st
 and the report says how many those were. Every batch from 0 to the last commit did commit,
 files or not, so a ledger without one of them is missing it.
 
-The sink's committed files are checked against its log through ``storage``
-(``sink.integrity``): one that is gone or has another size is named, one line each. A sink
-log this user may not read stops the report with one line.
+What the sink committed comes through its ``Sink``, which checks the committed files against
+its log: one that is gone or has another size is named, one line each. A sink log this user
+may not read stops the report with one line. The words are ``render``'s.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
 from pyspark_kafka_upgrade._adapters.checkpoint.reader import CheckpointState, read_checkpoint
-from pyspark_kafka_upgrade._adapters.sink.integrity import check_generation, read_generation_log
 from pyspark_kafka_upgrade._core.formats.offset_log import SourceOffset
-from pyspark_kafka_upgrade._domain.records.damage import DamagedFile
+from pyspark_kafka_upgrade._domain.records.damage import DamagedFile, Part
 from pyspark_kafka_upgrade._domain.records.ledger import BatchRecord, LedgerGap
+from pyspark_kafka_upgrade._domain.records.sink import Sink
+from pyspark_kafka_upgrade._domain.records.sink_errors import IntegrityError
 from pyspark_kafka_upgrade._domain.records.store import OffsetStore
-from pyspark_kafka_upgrade._domain.values.clock import iso_utc
 from pyspark_kafka_upgrade._domain.values.offsets import (
     InvalidOffsetsError,
     format_offsets,
@@ -43,7 +42,6 @@ __all__ = [
     "batch_ranges",
     "compare_ledger",
     "inspect_checkpoint",
-    "render_report",
 ]
 
 
@@ -98,7 +96,7 @@ class LastCommittedBatch:
 
 @dataclass(frozen=True, slots=True)
 class SinkSummary:
-    """What the sink's ``_spark_metadata`` says, next to the checkpoint."""
+    """What the sink's log says, next to the checkpoint."""
 
     uri: str
     batches: tuple[BatchRange, ...]  # batches whose log file is still present
@@ -218,27 +216,15 @@ class CheckpointReport:
 def inspect_checkpoint(
     checkpoint_uri: str,
     *,
-    sink_uri: str | None,
+    sink: Sink | None,
     ledger: OffsetStore | None,
     pipeline: str,
     generation: int,
 ) -> CheckpointReport:
-    """Read the checkpoint (and the sink's log, and check its committed files) and compare
-    the ledger's records with it."""
+    """Read the checkpoint (and what ``sink`` says ``generation`` committed, with its
+    damaged files) and compare the ledger's records with it."""
     state = read_checkpoint(checkpoint_uri)
-    last = state.last_committed_batch
-    sink = None
-    if sink_uri is not None:
-        log = read_generation_log(generation, sink_uri)
-        sink = SinkSummary(
-            uri=sink_uri,
-            batches=batch_ranges(log.batch_ids),
-            last_batch_id=log.last_batch_id,
-            compact_batch_id=log.compact_batch_id,
-            live_files=len(log.files),
-            last_batch_matches_checkpoint=log.last_batch_id == last,
-            damaged=check_generation(generation, sink_uri, log=log).damaged,
-        )
+    summary = None if sink is None else _sink_summary(sink, generation, state)
     if ledger is None:
         agreement = _no_ledger()
     else:
@@ -256,8 +242,25 @@ def inspect_checkpoint(
         last_committed=_last_committed(state),
         planned_not_committed=state.planned_not_committed,
         retained_batches=batch_ranges(state.retained_batches),
-        sink=sink,
+        sink=summary,
         ledger=agreement,
+    )
+
+
+def _sink_summary(sink: Sink, generation: int, state: CheckpointState) -> SinkSummary:
+    output = sink.output(generation)
+    unreadable = [file for file in output.damaged if file.part is Part.SINK_LOG]
+    if unreadable:
+        # Without its log, nothing about the sink can be said: one line, not a report.
+        raise IntegrityError(unreadable)
+    return SinkSummary(
+        uri=output.location,
+        batches=batch_ranges(output.batch_ids),
+        last_batch_id=output.last_batch_id,
+        compact_batch_id=output.compact_batch_id,
+        live_files=output.live_files,
+        last_batch_matches_checkpoint=output.last_batch_id == state.last_committed_batch,
+        damaged=output.damaged,
     )
 
 
@@ -369,161 +372,3 @@ def _no_ledger() -> LedgerAgreement:
         mismatches=(),
         gaps=(),
     )
-
-
-def render_report(report: CheckpointReport, *, as_json: bool) -> str:
-    """The report as indented JSON (the same facts, stable keys) or as text for people."""
-    if as_json:
-        return json.dumps(report.to_json(), indent=2)
-    fields: list[tuple[str, str]] = [
-        ("checkpoint", report.checkpoint),
-        ("pipeline", f"{report.pipeline}, generation {report.generation}"),
-        ("query id", report.query_id or "unknown (no metadata file)"),
-    ]
-    fields += _last_committed_fields(report)
-    fields.append(("planned, not committed", _ids(report.planned_not_committed)))
-    fields.append(("retained batches", _ranges(report.retained_batches)))
-    if report.sink is not None:
-        fields += _sink_fields(report.sink)
-    fields += _ledger_fields(report.ledger)
-    width = max(len(name) for name, _ in fields)
-    lines = [f"{name:<{width}}  {value}" for name, value in fields]
-    return "\n".join([*lines, "", *_sentences(report)])
-
-
-def _last_committed_fields(report: CheckpointReport) -> list[tuple[str, str]]:
-    batch = report.last_committed
-    if batch is None:
-        return [("last committed batch", "none")]
-    fields = [("last committed batch", str(batch.batch_id))]
-    if batch.batch_watermark_ms is None:
-        fields.append(("  watermark (W)", f"unknown: offsets/{batch.batch_id} is gone"))
-    else:
-        fields.append(("  watermark (W)", _watermark(batch.batch_watermark_ms)))
-    if batch.batch_timestamp_ms is not None:
-        fields.append(("  batch timestamp", _time(batch.batch_timestamp_ms)))
-    fields.append(("  next batch watermark", _watermark(batch.next_batch_watermark_ms)))
-    for source in batch.sources:
-        kind = "" if source.is_kafka or source.offsets is None else " (not Kafka)"
-        fields.append((f"  offsets of source {source.source_id}", f"{source.offsets or '-'}{kind}"))
-    return fields
-
-
-def _sink_fields(sink: SinkSummary) -> list[tuple[str, str]]:
-    compacted = "" if sink.compact_batch_id is None else f" (compacted at {sink.compact_batch_id})"
-    if sink.last_batch_matches_checkpoint:
-        last = f"{_optional(sink.last_batch_id)}, as in the checkpoint"
-    else:
-        last = f"{_optional(sink.last_batch_id)}, not the checkpoint's last committed batch"
-    damaged = f", {len(sink.damaged)} damaged" if sink.damaged else ""
-    return [
-        ("sink", sink.uri),
-        ("  log batches", _ranges(sink.batches) + compacted),
-        ("  live files", f"{sink.live_files}{damaged}"),
-        ("  last batch", last),
-    ]
-
-
-def _ledger_fields(ledger: LedgerAgreement) -> list[tuple[str, str]]:
-    if ledger.verdict is Verdict.NO_LEDGER:
-        return [("ledger", "none given")]
-    fields = [
-        ("ledger", ledger.store or ""),
-        ("  verdict", ledger.verdict.value.replace("_", " ")),
-        ("  last recorded batch", _optional(ledger.last_batch_id)),
-        ("  compared batches", str(ledger.compared_batches)),
-        ("  missing batches", _ranges(ledger.missing_batches)),
-        ("  batches ahead", _ranges(ledger.ahead_batches)),
-    ]
-    for mismatch in ledger.mismatches:
-        fields.append(
-            (
-                f"  batch {mismatch.batch_id} {mismatch.field}",
-                f"checkpoint {_optional(mismatch.checkpoint)}, ledger {mismatch.ledger}",
-            )
-        )
-    for gap in ledger.gaps:
-        about = "" if gap.batch_id is None else f"batch {gap.batch_id}: "
-        fields.append(("  gap", f"{about}{gap.reason} (at {_time(gap.recorded_at_ms)})"))
-    return fields
-
-
-def _sentences(report: CheckpointReport) -> list[str]:
-    sentences = []
-    batch = report.last_committed
-    if batch is None:
-        sentences.append("The checkpoint has no committed batch yet.")
-    elif batch.batch_watermark_ms is None:
-        sentences.append(
-            f"Batch {batch.batch_id} is the last committed one, but its offsets file is gone, "
-            "so W is unknown."
-        )
-    else:
-        sentences.append(
-            f"Batch {batch.batch_id} is the last committed one; it ran with watermark "
-            f"W = {batch.batch_watermark_ms} ms."
-        )
-    if report.planned_not_committed:
-        sentences.append(
-            f"Batch {_ids(report.planned_not_committed)} was planned but not committed; "
-            "a restart runs it again."
-        )
-    if report.sink is not None and not report.sink.last_batch_matches_checkpoint:
-        sentences.append(
-            f"The sink's last batch is {_optional(report.sink.last_batch_id)}, the checkpoint's "
-            f"is {_optional(None if batch is None else batch.batch_id)}."
-        )
-    if report.sink is not None:
-        # One line each, as every command says them: which file, what happened, what to do.
-        sentences += [_sentence(file.message()) for file in report.sink.damaged]
-    sentences.append(_verdict_sentence(report.ledger))
-    if report.ledger.gaps:
-        sentences.append(f"The ledger recorded {len(report.ledger.gaps)} failed write(s).")
-    return sentences
-
-
-def _sentence(line: str) -> str:
-    return f"{line[:1].upper()}{line[1:]}."
-
-
-def _verdict_sentence(ledger: LedgerAgreement) -> str:
-    compared = f"{ledger.compared_batches} batch(es) compared"
-    if ledger.verdict is Verdict.NO_LEDGER:
-        return "No ledger was given, so only the checkpoint was read."
-    if ledger.verdict is Verdict.DISAGREES:
-        batches = sorted({mismatch.batch_id for mismatch in ledger.mismatches})
-        return (
-            f"The ledger disagrees with the checkpoint on batch(es) {_ids(batches)} ({compared})."
-        )
-    if ledger.verdict is Verdict.LEDGER_AHEAD:
-        return (
-            f"The ledger is ahead: it records batch(es) {_ranges(ledger.ahead_batches)} that "
-            f"the checkpoint has not committed ({compared})."
-        )
-    if ledger.verdict is Verdict.LEDGER_BEHIND:
-        return (
-            f"The ledger is behind: committed batch(es) {_ranges(ledger.missing_batches)} are "
-            f"missing from it ({compared})."
-        )
-    return f"The ledger agrees with the checkpoint ({compared})."
-
-
-def _watermark(ms: int) -> str:
-    # Spark's watermark is 0 until a batch with events moves it.
-    return "0 ms (not yet set)" if ms <= 0 else _time(ms)
-
-
-def _time(ms: int) -> str:
-    return f"{ms} ms ({iso_utc(ms)})"
-
-
-def _ids(ids: Sequence[int]) -> str:
-    return ", ".join(map(str, ids)) if ids else "none"
-
-
-def _ranges(ranges: Sequence[BatchRange]) -> str:
-    return ", ".join(map(str, ranges)) if ranges else "none"
-
-
-def _optional(value: object) -> str:
-    return "none" if value is None else str(value)

@@ -20,6 +20,7 @@ from types import ModuleType
 
 import pyspark
 
+from pyspark_kafka_upgrade._adapters.sink.opening import open_sink
 from pyspark_kafka_upgrade._core.query import aggregate_types
 from pyspark_kafka_upgrade._core.settings import Settings
 from pyspark_kafka_upgrade._domain.errors import ConfigError
@@ -63,7 +64,7 @@ def derive_signature(
         output_schema=tuple(Column(name, type_) for name, type_ in schema),
         query=query_digest(project.query),
         sink_format=settings.sink.format,
-        sink_path=layout.output,
+        sink_path=open_sink(settings.sink.format, layout.root).location(layout.generation),
         output_mode=OUTPUT_MODE,
         spark_version=spark_version or pyspark.__version__,
     )

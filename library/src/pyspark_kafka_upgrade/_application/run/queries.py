@@ -2,10 +2,11 @@
 
 Two streaming queries share one generation, each built by the project's query module:
   - ``aggregates``: Kafka -> ``windowed_aggregates`` (parse, observe the batch metrics,
-    watermark, windows, replay filter, aggregate) -> append to the generation's output. The
-    ledger records its batches.
+    watermark, windows, replay filter, aggregate) -> append to the generation's output,
+    through the settings' ``Sink``. The ledger records its batches.
   - ``quarantine``: Kafka -> ``malformed_records`` -> append to the generation's
-    quarantine, so that no malformed record is ever dropped silently.
+    quarantine (the same kind of sink), so that no malformed record is ever dropped
+    silently.
 Each has its own checkpoint, so each restarts exactly where it committed. The supervisor
 starts what this module builds; nothing here starts a query.
 """
@@ -18,7 +19,7 @@ from types import ModuleType
 from pyspark.sql import DataFrame, SparkSession
 
 from pyspark_kafka_upgrade._adapters.kafka.connector import read_kafka_stream
-from pyspark_kafka_upgrade._adapters.sink.writer import Trigger
+from pyspark_kafka_upgrade._adapters.sink.opening import open_sink
 from pyspark_kafka_upgrade._adapters.spark.listener import BatchMetricNames
 from pyspark_kafka_upgrade._application.run.bookkeeping import GenerationStart
 from pyspark_kafka_upgrade._core.query import columns
@@ -26,7 +27,7 @@ from pyspark_kafka_upgrade._core.query.recipe import REPLAY_STEPS, Recipe
 from pyspark_kafka_upgrade._core.settings import Settings
 from pyspark_kafka_upgrade._domain.errors import ConfigError
 from pyspark_kafka_upgrade._domain.records.replay_filter import ReplayFilter
-from pyspark_kafka_upgrade._domain.values.catalog import SinkFormat
+from pyspark_kafka_upgrade._domain.records.sink import Sink, Trigger
 from pyspark_kafka_upgrade._domain.values.layout import GenerationLayout
 
 AGGREGATES_QUERY = "aggregates"
@@ -42,13 +43,13 @@ METRICS = BatchMetricNames(
 
 @dataclass(frozen=True, slots=True)
 class QuerySpec:
-    """One streaming query: its frame and where it appends."""
+    """One streaming query: its frame, and the sink it appends to as ``generation``."""
 
     name: str
     frame: DataFrame
-    path: str
+    sink: Sink
+    generation: int
     checkpoint: str
-    file_format: SinkFormat
     trigger: Trigger
 
 
@@ -117,7 +118,9 @@ def run_phases(
     recipe = recipe_of(settings, start)
     query = settings.project.query
     trigger = Trigger(interval=settings.sink.trigger_interval, available_now=available_now)
-    sink, kafka = settings.sink.format, settings.kafka
+    kafka = settings.kafka
+    output = open_sink(settings.sink.format, layout.root)
+    quarantined = open_sink(settings.sink.format, layout.root, quarantine=True)
     raw = read_kafka_stream(
         spark,
         kafka,
@@ -132,13 +135,14 @@ def run_phases(
         initial_offsets_location=layout.quarantine_initial_offsets,
     )
     frame = windowed_aggregates(query, raw, recipe)
-    aggregates = QuerySpec(AGGREGATES_QUERY, frame, layout.output, layout.checkpoint, sink, trigger)
+    generation = layout.generation
+    aggregates = QuerySpec(AGGREGATES_QUERY, frame, output, generation, layout.checkpoint, trigger)
     quarantine = QuerySpec(
         QUARANTINE_QUERY,
         query.malformed_records(raw_quarantine, recipe),
-        layout.quarantine,
+        quarantined,
+        generation,
         layout.quarantine_checkpoint,
-        sink,
         trigger,
     )
     steady = Phase((aggregates, quarantine))

@@ -17,7 +17,6 @@ from pyspark.sql import SparkSession
 from pyspark.sql.streaming.listener import StreamingQueryListener
 from pyspark.sql.streaming.query import StreamingQuery
 
-from pyspark_kafka_upgrade._adapters.sink.writer import start_file_sink
 from pyspark_kafka_upgrade._adapters.spark.spark_errors import cause
 from pyspark_kafka_upgrade._adapters.storage.run_lock import RunLock
 from pyspark_kafka_upgrade._application.run.queries import Phase, QuerySpec
@@ -112,12 +111,11 @@ def _finished(started: list[StreamingQuery], outcome: Outcome, supervision: Supe
 
 
 def _start(spec: QuerySpec) -> StreamingQuery:
-    return start_file_sink(
+    return spec.sink.start(
         spec.frame,
+        generation=spec.generation,
         query_name=spec.name,
-        path=spec.path,
         checkpoint=spec.checkpoint,
-        file_format=spec.file_format,
         trigger=spec.trigger,
     )
 

@@ -20,6 +20,7 @@ from pyspark_kafka_upgrade._domain.records.ledger import GenerationRecord, Gener
 from pyspark_kafka_upgrade._domain.records.plan import UpgradePlan
 from pyspark_kafka_upgrade._domain.records.record_errors import RollbackRefusedError, UpgradeError
 from pyspark_kafka_upgrade._domain.records.store import OffsetStore
+from pyspark_kafka_upgrade._domain.values.catalog import SinkFormat
 from pyspark_kafka_upgrade._domain.values.clock import now_ms
 from pyspark_kafka_upgrade._domain.values.layout import GenerationLayout
 
@@ -30,9 +31,12 @@ def apply_plan(
     store: OffsetStore,
     plan: UpgradePlan,
     *,
+    sink_format: SinkFormat,
     after_step: Callable[[str], None] = lambda step: None,
 ) -> str:
-    """Carry out ``plan``'s steps that are not done yet; what was done, for the user."""
+    """Carry out ``plan``'s steps that are not done yet; what was done, for the user.
+    ``sink_format``: the settings' ``sink.format``, whose sink says whether the new
+    generation's output holds a commit."""
     layout = GenerationLayout(plan.root, plan.to_generation)
     recorded = store.generation(plan.pipeline, plan.to_generation)
     if recorded is None:
@@ -41,7 +45,7 @@ def apply_plan(
                 f"the plan for generation {plan.to_generation} was made by an earlier version "
                 "of the pipeline and names no signature: make a new plan"
             )
-        check_fresh(layout)
+        check_fresh(layout, sink_format)
         now = now_ms()
         recorded = GenerationRecord(
             pipeline=plan.pipeline,
@@ -62,7 +66,7 @@ def apply_plan(
             plan.pipeline, plan.from_generation, GenerationStatus.RETIRED, at_ms=now_ms()
         )
     after_step("retire_old")
-    check_fresh(layout)
+    check_fresh(layout, sink_format)
     after_step("check_directories")
     # Read again: a rollback holds the new generation's lock, not the old one's, so it may
     # have retired the plan since; writing the record read above would bring it back.
@@ -85,13 +89,16 @@ def apply_plan(
     )
 
 
-def roll_back(store: OffsetStore, live: GenerationRecord, plan: UpgradePlan) -> str:
-    """Make the generation ``plan`` started from current again, if ``live`` wrote nothing.
+def roll_back(
+    store: OffsetStore, live: GenerationRecord, plan: UpgradePlan, *, sink_format: SinkFormat
+) -> str:
+    """Make the generation ``plan`` started from current again, if ``live`` wrote nothing
+    (in its checkpoints, or in the sinks of ``sink_format``, the settings' ``sink.format``).
 
     The caller holds ``live``'s run lock, so no run can start writing meanwhile.
     """
     layout = GenerationLayout(plan.root, live.generation)
-    written = committed_directories(layout)
+    written = committed_directories(layout, sink_format)
     if written:
         raise RollbackRefusedError(
             f"generation {live.generation} has committed output ({', '.join(written)}): "

@@ -209,7 +209,9 @@ def apply_command(
                     f"{recorded.from_generation})"
                 )
             with RunLock(_lock_of(settings, recorded.from_generation), purpose="upgrade apply"):
-                return apply_plan(store, recorded, after_step=after_step)
+                return apply_plan(
+                    store, recorded, sink_format=settings.sink.format, after_step=after_step
+                )
         with RunLock(_lock_of(settings, live.generation), purpose="upgrade apply"):
             outcome = make_plan(
                 settings,
@@ -221,7 +223,11 @@ def apply_command(
             )
             if isinstance(outcome, Advice):
                 return "Nothing to apply. " + " ".join(outcome.sentences())
-            return f"{render_plan(outcome)}\n\n{apply_plan(store, outcome, after_step=after_step)}"
+            rendered = render_plan(outcome)
+            applied = apply_plan(
+                store, outcome, sink_format=settings.sink.format, after_step=after_step
+            )
+            return f"{rendered}\n\n{applied}"
 
 
 def _apply_reviewed(
@@ -265,7 +271,7 @@ def _apply_reviewed(
                 + "; ".join(moved)
                 + ". Make a new plan with `upgrade plan --out`"
             )
-        return apply_plan(store, plan, after_step=after_step)
+        return apply_plan(store, plan, sink_format=settings.sink.format, after_step=after_step)
 
 
 def _refuse_other_pipeline(settings: Settings, plan: UpgradePlan, plan_file: Path) -> None:
@@ -313,7 +319,7 @@ def rollback_command(settings: Settings, *, spark: Session | None = None) -> str
             )
         plan = UpgradePlan.from_json(live.plan)
         with RunLock(_lock_of(settings, live.generation), purpose="upgrade rollback"):
-            return roll_back(store, live, plan)
+            return roll_back(store, live, plan, sink_format=settings.sink.format)
 
 
 def _lock_of(settings: Settings, generation: int) -> str:

@@ -1,10 +1,10 @@
 """Read everything an upgrade decision depends on, once, into ``facts.UpgradeFacts``.
 
-The ledger (the old generation's records), the old checkpoints and sink log (through
-``storage``, no JVM; not the committed files the log names), the brokers (partitions and
-offsets, one confluent-kafka client), and the signature the current code and settings build
-(``generation.signature``, no JVM). Nothing here decides anything; ``decide`` and
-``staleness`` do, on what this returns.
+The ledger (the old generation's records), the old checkpoints (through ``storage``, no JVM),
+what its sink committed (the ``Sink``'s log alone, not the committed files it names), the
+brokers (partitions and offsets, one confluent-kafka client), and the signature the current
+code and settings build (``generation.signature``, no JVM). Nothing here decides anything;
+``decide`` and ``staleness`` do, on what this returns.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pyspark_kafka_upgrade._adapters.checkpoint.reader import checkpoint_facts, 
 from pyspark_kafka_upgrade._adapters.kafka.connector import kafka_source_options, open_metadata
 from pyspark_kafka_upgrade._adapters.kafka.initial_offsets import load_initial_offsets
 from pyspark_kafka_upgrade._adapters.kafka.options import SourceOptions
-from pyspark_kafka_upgrade._adapters.sink.integrity import read_generation_log
+from pyspark_kafka_upgrade._adapters.sink.opening import open_sink
 from pyspark_kafka_upgrade._adapters.storage.filesystem import absolute_uri
 from pyspark_kafka_upgrade._application.generation.signature import derive_signature
 from pyspark_kafka_upgrade._core.formats.format_errors import CheckpointError
@@ -77,9 +77,10 @@ def gather(
     layout = GenerationLayout(root, old.generation)
     state = read_checkpoint(layout.checkpoint)
     checkpoint = checkpoint_facts(state)
-    # Only the log: the plan rests on which batches the sink committed, not on their files.
-    # A log this user may not read is one line naming the generation (IntegrityError).
-    sink_last_batch = read_generation_log(old.generation, layout.output).last_batch_id
+    # Only the sink's log: the plan rests on which batches the sink committed, not on their
+    # files. A log this user may not read is one line naming the generation (IntegrityError).
+    sink = open_sink(settings.sink.format, root)
+    sink_batches = sink.committed_batches(old.generation)
     ledger = ledger_facts(store.batches(old.pipeline, old.generation))
     stored = load_initial_offsets(layout.initial_offsets)
     initial = None if stored is None else flatten(stored)
@@ -94,9 +95,10 @@ def gather(
         old_signature=old.signature,
         old_plan=None if old.plan is None else UpgradePlan.from_json(old.plan),
         next_generation=number,
+        next_sink_location=sink.location(number),
         signature=derive_signature(settings, layout),
         checkpoint=checkpoint,
-        sink_last_batch=sink_last_batch,
+        sink_last_batch=sink_batches[-1] if sink_batches else None,
         ledger=ledger,
         gap_batch_ids=tuple(
             gap.batch_id

@@ -13,7 +13,7 @@ from pyspark.sql import SparkSession
 
 from pyspark_kafka_upgrade._adapters.checkpoint.reader import read_checkpoint
 from pyspark_kafka_upgrade._adapters.ledger.opening import ledger_exists, open_store
-from pyspark_kafka_upgrade._adapters.sink.log import read_sink_log
+from pyspark_kafka_upgrade._adapters.sink.opening import open_sink
 from pyspark_kafka_upgrade._adapters.storage.filesystem import absolute_uri
 from pyspark_kafka_upgrade._adapters.storage.run_lock import RunLock
 from pyspark_kafka_upgrade._application.generation.generations import committed_generations
@@ -26,6 +26,7 @@ from pyspark_kafka_upgrade._domain.records.record_errors import (
     UpgradeError,
 )
 from pyspark_kafka_upgrade._domain.records.store import OffsetStore
+from pyspark_kafka_upgrade._domain.values.catalog import SinkFormat
 from pyspark_kafka_upgrade._domain.values.layout import GenerationLayout
 
 
@@ -102,9 +103,10 @@ def refuse_if_running(settings: Settings, old: GenerationRecord, purpose: str) -
         pass
 
 
-def check_fresh(layout: GenerationLayout) -> None:
-    """A new generation must not have committed anything, in either query or either sink."""
-    written = committed_directories(layout)
+def check_fresh(layout: GenerationLayout, sink_format: SinkFormat) -> None:
+    """A new generation must not have committed anything, in either query or either sink
+    (written as ``sink_format``)."""
+    written = committed_directories(layout, sink_format)
     if written:
         raise UpgradeError(
             f"generation {layout.generation} already committed output ({', '.join(written)}); "
@@ -112,8 +114,9 @@ def check_fresh(layout: GenerationLayout) -> None:
         )
 
 
-def committed_directories(layout: GenerationLayout) -> list[str]:
-    """The directories of ``layout`` that hold a committed batch."""
+def committed_directories(layout: GenerationLayout, sink_format: SinkFormat) -> list[str]:
+    """The checkpoints of ``layout`` and the locations of its sinks (the output's and the
+    quarantine's, written as ``sink_format``) that hold a committed batch."""
     found = []
     for checkpoint in (layout.checkpoint, layout.quarantine_checkpoint):
         try:
@@ -121,7 +124,8 @@ def committed_directories(layout: GenerationLayout) -> list[str]:
                 found.append(checkpoint)
         except NotACheckpointError:
             pass
-    for sink in (layout.output, layout.quarantine):
-        if read_sink_log(sink).batch_ids:
-            found.append(sink)
+    for quarantine in (False, True):
+        sink = open_sink(sink_format, layout.root, quarantine=quarantine)
+        if sink.committed_batches(layout.generation):
+            found.append(sink.location(layout.generation))
     return found

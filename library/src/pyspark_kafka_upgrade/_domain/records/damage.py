@@ -3,9 +3,10 @@
 The sink log (``_spark_metadata``) names each committed file with its size. A file that is
 gone, that has another size, whose bytes Spark cannot read (Hadoop's checksum, a parquet
 footer), or that this user may not read, is no longer the output the pipeline committed.
-``sink.integrity`` finds them through ``storage``; ``sink.reader`` adds the ones only Spark
-can see. Every command says each in one line (:meth:`DamagedFile.message`): which
-generation, which file or directory, what happened, what to do.
+A sink finds them through ``storage`` (``Sink.output``) and adds the ones only Spark can
+see (``Sink.damage_in``). Every command says each in one line
+(:meth:`DamagedFile.message`): which generation, which file or directory, what happened,
+what to do.
 """
 
 from __future__ import annotations

@@ -12,7 +12,6 @@ from dataclasses import dataclass, field, replace
 from pyspark_kafka_upgrade._domain.records.history import BatchFacts, CheckpointFacts, FlatOffsets
 from pyspark_kafka_upgrade._domain.records.plan import UpgradePlan
 from pyspark_kafka_upgrade._domain.records.signature import PipelineSignature, signature_digest
-from pyspark_kafka_upgrade._domain.values.layout import GenerationLayout
 from pyspark_kafka_upgrade._domain.values.offsets import PartitionKey
 
 
@@ -36,11 +35,12 @@ class UpgradeFacts:
     old_signature: Mapping[str, object]  # as the old generation recorded it
     old_plan: UpgradePlan | None  # the plan that started the old generation, if one did
     next_generation: int  # a number no generation of the pipeline ever had
+    next_sink_location: str  # where the sink puts the next generation's output
     # The current code and settings' signature as they would run on the old generation's
     # directories, which the advisor compares with the one recorded there.
     signature: PipelineSignature
     checkpoint: CheckpointFacts  # the old aggregates query's: what committed, and W
-    sink_last_batch: int | None  # the last batch in the old output's _spark_metadata
+    sink_last_batch: int | None  # the last batch the old output's sink committed (its log)
     ledger: tuple[BatchFacts, ...]  # the old generation's batch records
     gap_batch_ids: tuple[int, ...]  # its ledger gap markers
     stored_initial_offsets: FlatOffsets | None  # the old query's sources/0/0, if any
@@ -57,8 +57,7 @@ class UpgradeFacts:
     @property
     def new_signature(self) -> PipelineSignature:
         """The current code and settings' signature on the next generation's directories."""
-        output = GenerationLayout(self.root, self.next_generation).output
-        return replace(self.signature, sink_path=output)
+        return replace(self.signature, sink_path=self.next_sink_location)
 
     @property
     def initial_offsets(self) -> FlatOffsets | None:

@@ -1,10 +1,12 @@
-"""The extension points, one home each: the sink's file formats, the ledger's stores and the
-Kafka connectors. Settings, the writer and reader, opening a store and the stream reader all
-read these lists; nothing else names a format, a store or a connector.
+"""The extension points, one home each: the sinks and their formats, the ledger's stores and
+the Kafka connectors. Settings, opening a sink or a store and the stream reader all read these
+lists; nothing else names a format, a store or a connector.
 
 Adding one is a library change with its contract tests:
-- a format Spark's file sink writes: one line in ``SinkFormat``; its files must end in
-  ``.<format>``, which is how the output reader tells a generation's format;
+- a format Spark's file sink writes: one line in ``SinkFormat`` and its entry in ``SINKS``;
+  its files must end in ``.<format>``, which is how the file sink tells a generation's format;
+- a sink of another kind (a table): its module in ``sink`` implementing
+  ``records.sink.Sink``, its harness in the sink contract test, its entries in ``SINKS``;
 - a store: its module in ``ledger`` (with its own dependencies, an extra when it needs one),
   its contract test, one entry in ``STORES``;
 - a connector: its source, one entry in ``Connector`` and ``SOURCE_FORMATS``.
@@ -19,10 +21,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, get_args
 
-# -- The sink's file formats ----------------------------------------------------------------
+# -- The sinks, by the format in the settings ------------------------------------------------
 
 SinkFormat = Literal["parquet", "orc"]
 SINK_FORMATS: tuple[SinkFormat, ...] = get_args(SinkFormat)
+
+
+@dataclass(frozen=True, slots=True)
+class SinkKind:
+    module: str  # in the sink package
+    class_name: str  # implements records.sink.Sink
+
+
+_FILE_SINK = SinkKind(module="file_sink", class_name="FileSink")
+SINKS: dict[SinkFormat, SinkKind] = {"parquet": _FILE_SINK, "orc": _FILE_SINK}
 
 # -- The Kafka connectors -------------------------------------------------------------------
 

@@ -10,7 +10,7 @@
 Every generation gets directories of its own: a new checkpoint writing into an older
 generation's sink directory would be skipped silently by that directory's
 ``_spark_metadata``. Nothing here is ever reused or deleted. Read each output directory on
-its own (``sink.reader`` does): a glob over ``output/generation-*``, several paths at
+its own (the file sink does): a glob over ``output/generation-*``, several paths at
 once, or ``recursiveFileLookup`` ignore ``_spark_metadata`` and return files of batches that
 never committed.
 """
