@@ -10,11 +10,6 @@ from pyspark_kafka_upgrade._domain.records.history import BatchFacts
 from pyspark_kafka_upgrade._domain.records.plan import PartitionRestart
 from pyspark_kafka_upgrade._domain.values.offsets import PartitionKey
 
-# A panel draws at most this many boxes; beyond, neighbouring batches share one.
-MAX_BOXES = 40
-# Written batches drawn before the first one the replay reads, for context.
-CONTEXT_BATCHES = 2
-
 
 @dataclass(frozen=True, slots=True)
 class BatchBox:
@@ -39,6 +34,12 @@ class BatchBox:
         """No event time to draw it at: it read malformed records only (or, merged, the
         ledger recorded none)."""
         return self.min_event_ms is None or self.max_event_ms is None
+
+
+# A panel draws at most this many boxes; beyond, neighbouring batches share one.
+MAX_BOXES = 40
+# Written batches drawn before the first one the replay reads, for context.
+CONTEXT_BATCHES = 2
 
 
 def batch_boxes(

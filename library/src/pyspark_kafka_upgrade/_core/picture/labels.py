@@ -19,12 +19,6 @@ from pyspark_kafka_upgrade._core.picture.placement import (
 from pyspark_kafka_upgrade._core.picture.words import clock
 from pyspark_kafka_upgrade._domain.records.plan import PartitionRestart
 
-# Boxes up to this many get a label each; beyond, the title and the axis say enough.
-LABELLED_BOXES = 12
-NO_EVENT = "no valid event"
-BATCH_FONT = 7.0
-LINE_FONT = 8.0
-
 
 @dataclass(frozen=True, slots=True)
 class Marks:
@@ -33,6 +27,13 @@ class Marks:
     watermark_ms: int
     t_min: int
     event_split_ms: int | None
+
+
+# Boxes up to this many get a label each; beyond, the title and the axis say enough.
+LABELLED_BOXES = 12
+NO_EVENT = "no valid event"
+BATCH_FONT = 7.0
+LINE_FONT = 8.0
 
 
 def wanted_labels(
