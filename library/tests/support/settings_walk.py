@@ -24,7 +24,7 @@ SETTINGS_TYPES = tuple(
     for value in vars(settings_module).values()
     if isinstance(value, type)
     and dataclasses.is_dataclass(value)
-    and value.__module__ == settings_module.__name__
+    and value.__module__.startswith(settings_module.__name__ + ".")
 )
 
 

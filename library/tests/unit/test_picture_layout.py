@@ -9,12 +9,8 @@ from itertools import combinations, pairwise
 
 import pytest
 
-from pyspark_kafka_upgrade._core.picture.layout import (
-    MAX_BOXES,
-    PANELS_SUMMARISED,
-    PlanPicture,
-    plan_picture,
-)
+from pyspark_kafka_upgrade._core.picture.boxes import MAX_BOXES
+from pyspark_kafka_upgrade._core.picture.layout import PANELS_SUMMARISED, PlanPicture, plan_picture
 from pyspark_kafka_upgrade._core.picture.placement import Rect, Scale, Spot, Wanted, place
 from pyspark_kafka_upgrade._domain.records.history import BatchFacts
 from pyspark_kafka_upgrade._domain.records.plan import PartitionRestart, UpgradePlan

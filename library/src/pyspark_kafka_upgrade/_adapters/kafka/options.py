@@ -220,41 +220,31 @@ def _starting(options: Mapping[str, str]) -> StartingPosition:
         timestamp = _non_negative_int(options, STARTING_TIMESTAMP)
         return StartFromTimestamps(None, timestamp, when_none_found)
     if STARTING_OFFSETS_BY_TIMESTAMP.lower() in options:
-        timestamps = _offsets_json(options, STARTING_OFFSETS_BY_TIMESTAMP)
-        for (topic, partition), timestamp in flatten(timestamps).items():
-            if timestamp < 0:
-                raise SourceOptionError(
-                    STARTING_OFFSETS_BY_TIMESTAMP,
-                    f"topic {topic!r} partition {partition}: timestamp {timestamp} is negative; "
-                    "give milliseconds since the epoch",
-                )
+        timestamps = _offsets_json(
+            options,
+            STARTING_OFFSETS_BY_TIMESTAMP,
+            what="timestamp",
+            fix="give milliseconds since the epoch",
+        )
         return StartFromTimestamps(timestamps, None, when_none_found)
     text = options.get(STARTING_OFFSETS.lower(), "latest").strip()
     if text.lower() in ("earliest", "latest"):
         return StartFromPosition("earliest" if text.lower() == "earliest" else "latest")
-    offsets = _offsets_json(options, STARTING_OFFSETS)
-    for (topic, partition), offset in flatten(offsets).items():
-        if offset < EARLIEST:
-            raise SourceOptionError(
-                STARTING_OFFSETS,
-                f"topic {topic!r} partition {partition}: offset {offset} is negative; "
-                f"use {EARLIEST} for earliest or {LATEST} for latest",
-            )
+    offsets = _offsets_json(
+        options,
+        STARTING_OFFSETS,
+        least=EARLIEST,
+        fix=f"use {EARLIEST} for earliest or {LATEST} for latest",
+    )
     return StartFromOffsets(offsets)
 
 
 def _ending(options: Mapping[str, str]) -> Offsets | None:
     if ENDING_OFFSETS.lower() not in options:
         return None
-    offsets = _offsets_json(options, ENDING_OFFSETS)
-    for (topic, partition), offset in flatten(offsets).items():
-        if offset < 0:
-            raise SourceOptionError(
-                ENDING_OFFSETS,
-                f"topic {topic!r} partition {partition}: offset {offset} is negative; this "
-                "source ends a batch read only at exact offsets",
-            )
-    return offsets
+    return _offsets_json(
+        options, ENDING_OFFSETS, fix="this source ends a batch read only at exact offsets"
+    )
 
 
 def _location(options: Mapping[str, str]) -> str | None:
@@ -271,15 +261,25 @@ def _location(options: Mapping[str, str]) -> str | None:
     return location
 
 
-def _offsets_json(options: Mapping[str, str], name: str) -> Offsets:
+def _offsets_json(
+    options: Mapping[str, str], name: str, *, fix: str, least: int = 0, what: str = "offset"
+) -> Offsets:
+    """Option ``name``'s JSON, every value at least ``least``; a smaller one is refused as
+    negative, with ``fix``."""
     text = options[name.lower()]
     if not text.strip().startswith("{"):
         expected = "'earliest', 'latest' or JSON" if name == STARTING_OFFSETS else "JSON"
         raise SourceOptionError(name, f"must be {expected} like {EXAMPLE}, got {text!r}")
     try:
-        return parse_offsets(text, what=name)
+        offsets = parse_offsets(text, what=name)
     except InvalidOffsetsError as error:
         raise SourceOptionError(name, str(error)) from None
+    for (topic, partition), value in flatten(offsets).items():
+        if value < least:
+            raise SourceOptionError(
+                name, f"topic {topic!r} partition {partition}: {what} {value} is negative; {fix}"
+            )
+    return offsets
 
 
 def _positive_int(options: Mapping[str, str], name: str) -> int | None:

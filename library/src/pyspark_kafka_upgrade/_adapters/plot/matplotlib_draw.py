@@ -13,7 +13,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pyspark_kafka_upgrade._core.picture.layout import NO_EVENT, PartitionPanel, PlanPicture
+from pyspark_kafka_upgrade._core.picture.labels import NO_EVENT
+from pyspark_kafka_upgrade._core.picture.layout import PartitionPanel, PlanPicture
 from pyspark_kafka_upgrade._domain.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -157,6 +158,17 @@ def _draw_header(axes: Axes, legend: Axes, picture: PlanPicture, text: str) -> N
 
 
 def _draw_panel(axes: Axes, panel: PartitionPanel, picture: PlanPicture) -> None:
+    # In this order: later artists are drawn over earlier ones (and follow them in an SVG).
+    _draw_axes(axes, panel, picture)
+    _draw_marks(axes, picture)
+    _draw_boxes(axes, panel)
+    _draw_offsets(axes, panel)
+    _draw_labels(axes, panel)
+    axes.grid(axis="y", color="#eeeeee")
+
+
+def _draw_axes(axes: Axes, panel: PartitionPanel, picture: PlanPicture) -> None:
+    """Limits, ticks and titles; under the event times, the band of batches without one."""
     frame = picture.frame
     low, high = frame.low, frame.high
     axes.set_xlim(*panel.x_limits)
@@ -177,6 +189,11 @@ def _draw_panel(axes: Axes, panel: PartitionPanel, picture: PlanPicture) -> None
         axes.get_yticklabels()[-1].set_fontsize(7)
     else:
         axes.set_yticks(ticks)
+
+
+def _draw_marks(axes: Axes, picture: PlanPicture) -> None:
+    """The event times across the panel: the open windows' from T_min, W, T_min and E."""
+    low, high = picture.frame.low, picture.frame.high
     # Events at or after T_min can still fall in an open window: that band is rebuilt.
     if picture.earliest_open_ms < high:
         axes.axhspan(max(picture.earliest_open_ms, low), high, color=OPEN, alpha=0.12, lw=0)
@@ -186,6 +203,9 @@ def _draw_panel(axes: Axes, panel: PartitionPanel, picture: PlanPicture) -> None
         axes.axhline(picture.earliest_open_ms, color=FEEDS, lw=1, ls="--")
     if picture.event_split_ms is not None and low < picture.event_split_ms < high:
         axes.axhline(picture.event_split_ms, color=LATE, lw=1.2, ls="-.")
+
+
+def _draw_boxes(axes: Axes, panel: PartitionPanel) -> None:
     for box, shape in zip(panel.boxes, panel.shapes, strict=True):
         axes.add_patch(
             _rectangle(
@@ -201,6 +221,10 @@ def _draw_panel(axes: Axes, panel: PartitionPanel, picture: PlanPicture) -> None
                 gid=f"batch-{box.first_batch}",  # an SVG names each box by its batch
             )
         )
+
+
+def _draw_offsets(axes: Axes, panel: PartitionPanel) -> None:
+    """The offsets up the panel: the restart and what it replays, the old end, what waits."""
     if panel.restart_offset is not None and panel.restart_offset >= 0:
         end = panel.old_end_offset if panel.old_end_offset is not None else panel.restart_offset
         if end > panel.restart_offset:
@@ -211,6 +235,9 @@ def _draw_panel(axes: Axes, panel: PartitionPanel, picture: PlanPicture) -> None
     waiting = panel.waiting_end_offset
     if waiting is not None and panel.old_end_offset is not None and waiting > panel.old_end_offset:
         axes.axvspan(panel.old_end_offset, waiting, color=LATE, alpha=0.08, lw=0)
+
+
+def _draw_labels(axes: Axes, panel: PartitionPanel) -> None:
     for label in panel.labels:
         # Placed by the layout, clear of every box and every other label.
         axes.text(
@@ -224,7 +251,6 @@ def _draw_panel(axes: Axes, panel: PartitionPanel, picture: PlanPicture) -> None
             fontweight="bold" if label.bold else "normal",
             bbox={"boxstyle": "square,pad=0.1", "facecolor": "white", "alpha": 0.7, "lw": 0},
         )
-    axes.grid(axis="y", color="#eeeeee")
 
 
 def _draw_notes(axes: Axes, panel: PartitionPanel) -> None:

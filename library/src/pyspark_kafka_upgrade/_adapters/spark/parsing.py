@@ -107,13 +107,38 @@ def parse_events(
     text = value.cast(StringType())
     # Oversize or undecodable values never reach the parser: a null input is not parsed.
     parseable = F.when((size > 0) & (size <= max_value_bytes) & F.is_valid_utf8(text), text)
+    staged = raw.select("*", _wrapped(parseable, size).alias("_json"))
+    document = F.col("_json")
+    checks: list[tuple[Column, Column | str]] = [
+        (value.isNull(), "value is null"),
+        (
+            size > max_value_bytes,
+            F.format_string(f"value is %d bytes, over the {max_value_bytes}-byte limit", size),
+        ),
+        (size == 0, "value is empty"),
+        (~F.is_valid_utf8(text), "value is not valid UTF-8"),
+        (~_complete(document, parseable, size), "value is not valid JSON"),
+        (~text.rlike(_STARTS_AS_OBJECT), "value is not a JSON object"),
+    ]
+    columns = _field_columns(document, fields, checks)
+    if time_source == "kafka":
+        columns[EVENT_TIME] = F.col("timestamp")
+        checks.append((F.col("timestamp").isNull(), "Kafka timestamp is null"))
+    return _events_or_reason(raw, staged, columns, checks)
+
+
+def _wrapped(parseable: Column, size: Column) -> Column:
+    """The value parsed inside "[value,size]": null where it is no JSON there."""
     # The JSON parser stops after the first complete value and ignores what follows, so
     # '{"a":1} junk' would pass. Inside "[value,size]" any trailing text either breaks the
     # array or shows up as a wrong second element: $[1] must be the integer size, no $[2].
     digits = size.cast(StringType())
-    wrapped = F.try_parse_json(F.concat(F.lit("["), parseable, F.lit(","), digits, F.lit("]")))
-    staged = raw.select("*", wrapped.alias("_json"))
-    document = F.col("_json")
+    return F.try_parse_json(F.concat(F.lit("["), parseable, F.lit(","), digits, F.lit("]")))
+
+
+def _complete(document: Column, parseable: Column, size: Column) -> Column:
+    """Whether the wrapped ``document`` holds the whole value as one JSON value."""
+    digits = size.cast(StringType())
     count = F.variant_get(document, "$[1]", "variant")
     ends_with_size = (F.schema_of_variant(count) == "BIGINT") & F.try_variant_get(
         count, "$", "bigint"
@@ -129,22 +154,18 @@ def parse_events(
     ).otherwise(False)
     as_member = F.concat(F.lit('{"v":'), parseable, F.lit(',"n":'), digits, F.lit("}"))
     one_document = F.when(closes_early, F.try_parse_json(as_member).isNotNull()).otherwise(True)
-    complete = F.coalesce(
+    return F.coalesce(
         ends_with_size & F.variant_get(document, "$[2]", "variant").isNull() & one_document,
         F.lit(False),
     )
 
-    checks: list[tuple[Column, Column | str]] = [
-        (value.isNull(), "value is null"),
-        (
-            size > max_value_bytes,
-            F.format_string(f"value is %d bytes, over the {max_value_bytes}-byte limit", size),
-        ),
-        (size == 0, "value is empty"),
-        (~F.is_valid_utf8(text), "value is not valid UTF-8"),
-        (~complete, "value is not valid JSON"),
-        (~text.rlike(_STARTS_AS_OBJECT), "value is not a JSON object"),
-    ]
+
+def _field_columns(
+    document: Column,
+    fields: Sequence[tuple[str, EventField]],
+    checks: list[tuple[Column, Column | str]],
+) -> dict[str, Column]:
+    """Each field's typed column, by output name; its checks appended to ``checks``."""
     columns: dict[str, Column] = {}
     for output, field in fields:
         json_type = JSON_TYPES[field.type]
@@ -162,10 +183,16 @@ def parse_events(
             )
         )
         columns[output] = typed
-    if time_source == "kafka":
-        columns[EVENT_TIME] = F.col("timestamp")
-        checks.append((F.col("timestamp").isNull(), "Kafka timestamp is null"))
+    return columns
 
+
+def _events_or_reason(
+    raw: DataFrame,
+    staged: DataFrame,
+    columns: dict[str, Column],
+    checks: Sequence[tuple[Column, Column | str]],
+) -> DataFrame:
+    """The Kafka columns, the event columns (null on a malformed row), the first reason."""
     first, *rest = checks
     reason = reduce(
         lambda chain, check: chain.when(check[0], check[1]), rest, F.when(first[0], first[1])

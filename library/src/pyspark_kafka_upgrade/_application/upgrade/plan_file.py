@@ -7,7 +7,6 @@ reads line by line. Every way a file can fail to be a plan this version applies 
 
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 from pathlib import Path
@@ -15,6 +14,7 @@ from pathlib import Path
 from pyspark_kafka_upgrade._core.planner.plan_words import render_json
 from pyspark_kafka_upgrade._domain.records.plan import UpgradePlan
 from pyspark_kafka_upgrade._domain.records.record_errors import PlanFileError, PlanFormatError
+from pyspark_kafka_upgrade._domain.values.json_text import json_object
 
 
 def write_plan_file(path: Path, plan: UpgradePlan) -> None:
@@ -49,15 +49,14 @@ def read_plan_file(path: Path) -> UpgradePlan:
         raise PlanFormatError(f"{path} is not an upgrade plan: it is not UTF-8 text") from None
     except OSError as error:
         raise PlanFileError(f"cannot read {path}: {error.strerror or error}") from None
-    try:
-        document = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise PlanFormatError(
+    document = json_object(
+        text,
+        lambda error: PlanFormatError(
             f"{path} is not an upgrade plan: not JSON ({error.msg} at line {error.lineno} "
             f"column {error.colno}); was it cut short or edited?"
-        ) from None
-    if not isinstance(document, dict):
-        raise PlanFormatError(f"{path} is not an upgrade plan: its JSON is not an object")
+        ),
+        lambda: PlanFormatError(f"{path} is not an upgrade plan: its JSON is not an object"),
+    )
     try:
         return UpgradePlan.from_json(document)
     except PlanFormatError as error:

@@ -8,7 +8,6 @@ names of the exact batch shape are log entries; everything else is ignored.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Collection, Mapping
 
@@ -16,6 +15,7 @@ from pyspark_kafka_upgrade._core.formats.format_errors import (
     CorruptCheckpointError,
     UnsupportedLogVersionError,
 )
+from pyspark_kafka_upgrade._domain.values.json_text import json_object
 
 COMPACT_SUFFIX = ".compact"
 # No leading zeros: "07" would otherwise be read as batch 7 next to a real "7".
@@ -73,18 +73,16 @@ def parse_version(lines: list[str], where: str, *, known: Collection[int]) -> in
 
 def parse_json_object(line: str, where: str, line_number: int) -> dict[str, object]:
     """One line holding a JSON object; anything else (e.g. a cut-off line) is corruption."""
-    try:
-        value = json.loads(line)
-    except json.JSONDecodeError as error:
-        raise CorruptCheckpointError(
+    return json_object(
+        line,
+        lambda error: CorruptCheckpointError(
             f"{where} line {line_number} is not valid JSON ({error.msg} at character "
             f"{error.pos}): {_shorten(line)!r}"
-        ) from None
-    if not isinstance(value, dict):
-        raise CorruptCheckpointError(
+        ),
+        lambda: CorruptCheckpointError(
             f"{where} line {line_number} must be a JSON object, got {_shorten(line)!r}"
-        )
-    return value
+        ),
+    )
 
 
 def integer_field(

@@ -25,7 +25,6 @@ Other sources (files, rate) keep their raw text and are marked as not Kafka.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -37,6 +36,7 @@ from pyspark_kafka_upgrade._core.formats.log_files import (
     parse_version,
     split_lines,
 )
+from pyspark_kafka_upgrade._domain.values.json_text import json_value
 from pyspark_kafka_upgrade._domain.values.offsets import (
     InvalidOffsetsError,
     PartitionKey,
@@ -146,13 +146,13 @@ def _parse_source_line(
         return SourceOffset(source_id, None, is_kafka=False)
     # Every Spark offset serialises to JSON, so text that does not parse is a cut-off or
     # damaged line, not some other source's format.
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise CorruptCheckpointError(
+    value = json_value(
+        text,
+        lambda error: CorruptCheckpointError(
             f"{where} line {line_number}: the offset of source {source_id} is not valid JSON "
             f"({error.msg} at character {error.pos}): {text[:80]!r}"
-        ) from None
+        ),
+    )
     try:
         kafka = offsets_from_json_object(value)
     except InvalidOffsetsError:

@@ -20,10 +20,10 @@ The reasoning, in the order ``plan_restart`` follows it:
    watermark + delay. The delay is the largest any run of the generation used, since a
    delay may change between runs on one checkpoint. Replaying too much is safe, thanks to
    the replay filter; too little loses events.
-4. Offsets come from the ledger and from the checkpoint's retained ``offsets/<k>`` files.
-   When both know a boundary and disagree, the smaller offset wins (it replays more) and the
-   plan says so. A partition that appears after the restart batch's start starts at the
-   query's initial offset, or at earliest (-2) when nobody recorded it.
+4. Offsets come from the ledger and from the checkpoint's retained ``offsets/<k>`` files
+   (``old_batches``). When both know a boundary and disagree, the smaller offset wins (it
+   replays more) and the plan says so. A partition that appears after the restart batch's
+   start starts at the query's initial offset, or at earliest (-2) when nobody recorded it.
 
 ``tightening.tighten`` then narrows this batch-level answer per partition.
 """
@@ -32,46 +32,27 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
+from pyspark_kafka_upgrade._core.planner.old_batches import (
+    Boundary,
+    OldBatches,
+    check_order,
+    end_offsets,
+    next_watermark,
+    start_offsets,
+    watermark_and_end,
+)
 from pyspark_kafka_upgrade._domain.records.history import (
     EARLIEST,
     BatchFacts,
-    CheckpointBatch,
     CheckpointFacts,
     FlatOffsets,
 )
-from pyspark_kafka_upgrade._domain.records.record_errors import (
-    InconsistentInputsError,
-    LedgerAheadError,
-    NoCommittedBatchError,
-    UnknownWatermarkError,
-)
 from pyspark_kafka_upgrade._domain.records.restart import PartitionPlan, RestartKind, RestartPlan
-from pyspark_kafka_upgrade._domain.values.offsets import PartitionKey, format_offsets, unflatten
+from pyspark_kafka_upgrade._domain.values.offsets import PartitionKey
 from pyspark_kafka_upgrade._domain.values.validation import WindowSpec
 from pyspark_kafka_upgrade._domain.values.windows import earliest_open_event_ms
 from pyspark_kafka_upgrade._domain.values.words import id_ranges, watermark_text, when
-
-if TYPE_CHECKING:
-    pass
-
-
-@dataclass(frozen=True, slots=True)
-class _Boundary:
-    """Offsets known at the end of one batch, and where they come from."""
-
-    batch_id: int
-    offsets: FlatOffsets
-    in_checkpoint: bool
-    in_ledger: bool
-
-    @property
-    def source(self) -> str:
-        # Built only for a reason or an error: the planner makes one boundary per batch.
-        if self.in_checkpoint:
-            return f"checkpoint offsets/{self.batch_id}"
-        return f"ledger batch {self.batch_id}" if self.in_ledger else f"batch {self.batch_id}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,66 +102,17 @@ def plan_restart(
 
     One pass over the batches: linear in their number (and in partitions per batch).
     """
-    last = checkpoint.last_committed_batch
-    if last is None:
-        raise NoCommittedBatchError(
-            "the old checkpoint has no committed batch (no commits/<n> file), so there is "
-            "nothing to upgrade from: start the new generation from its configured offsets"
-        )
-    delay = max(window.watermark_delay_ms, max_watermark_delay_ms or 0)
-    gaps = frozenset(gap_batch_ids)
-    records = _index_ledger(ledger, last, gaps)
-    retained = {batch.batch_id: batch for batch in checkpoint.batches if batch.batch_id <= last}
+    batches = OldBatches.of(checkpoint, ledger, frozenset(gap_batch_ids))
+    last = batches.last
     notes: list[str] = []
-    watermark, final_end = _watermark_and_end(last, records, gaps, retained, notes)
-    if written_through_ms is not None and written_through_ms > watermark:
-        notes.append(
-            f"the old generation's last watermark is {watermark_text(watermark)}, but it "
-            "started from a plan that left every window ending at or before "
-            f"{when(written_through_ms)} to the generation before it, which wrote them: "
-            f"W is {when(written_through_ms)}"
-        )
-        watermark = written_through_ms
+    watermark, final_end = watermark_and_end(batches, notes)
+    watermark = _carried_watermark(watermark, written_through_ms, notes)
     t_min = earliest_open_event_ms(watermark, window)
-    ledger_top = max(records, default=-1)
+    delay = max(window.watermark_delay_ms, max_watermark_delay_ms or 0)
     initial = {key: offset for key, offset in (initial_offsets or {}).items() if offset >= 0}
-
-    unknown = _UnknownBatches()
-    boundary: _Boundary | None = None  # the last known end offsets before the current batch
-    feeding: _Feeding | None = None
-    restart: dict[PartitionKey, tuple[int, str]] = {}
-    partitions: dict[PartitionKey, int] = {}  # every partition from the restart batch on
-    first_seen: dict[PartitionKey, int] = {}
-
-    for batch_id in range(last + 1):
-        record = records.get(batch_id) if batch_id not in gaps else None
-        start = _start_offsets(batch_id, record, boundary, notes)
-        end = _end_offsets(batch_id, record, retained.get(batch_id), notes)
-        if end is not None:
-            _check_order(batch_id, start, end, boundary)
-        if feeding is None:
-            if record is not None:
-                feeding = _known_feeds(batch_id, record, t_min, watermark)
-            else:
-                what = _classify_unknown(batch_id, gaps, ledger_top, unknown)
-                following = _next_watermark(batch_id, last, checkpoint, retained, records, gaps)
-                feeding = _unknown_feeds(batch_id, what, t_min, watermark, delay, following)
-                if feeding is None:
-                    unknown.bounded.append(batch_id)
-            if feeding is not None:
-                restart = _restart_offsets(batch_id, start, boundary, initial, feeding.why)
-        elif record is None:
-            _classify_unknown(batch_id, gaps, ledger_top, unknown)
-        if feeding is not None and end is not None:
-            for key in end:
-                if key not in partitions:
-                    first_seen[key] = batch_id
-            partitions.update(end)
-        if end is not None:
-            boundary = _Boundary(batch_id, end, batch_id in retained, record is not None)
-    notes.extend(_unknown_notes(unknown, ledger_top, last, t_min))
-
-    if feeding is None:
+    walk = _walk(batches, _Cut(watermark, t_min, delay), initial, notes)
+    notes.extend(_unknown_notes(walk.unknown, batches.ledger_top, last, t_min))
+    if walk.feeding is None:
         why = (
             "no committed batch can feed a window ending after "
             f"W={watermark_text(watermark)}: none of batches 0-{last} holds an event at or "
@@ -191,173 +123,117 @@ def plan_restart(
             for key, offset in sorted(final_end.items())
         )
         return RestartPlan(window, last, watermark, t_min, None, plans, tuple(notes))
-
-    plans_list: list[PartitionPlan] = []
-    for key in sorted(partitions.keys() | final_end.keys()):
-        end_offset = final_end.get(key, partitions.get(key, 0))
-        if key in restart:
-            offset, reason = restart[key]
-            kind = RestartKind.FIRST_FEEDING_BATCH
-        else:
-            offset, reason = _new_partition(key, first_seen.get(key, last), initial, feeding)
-            kind = RestartKind.NEW_PARTITION
-        plans_list.append(PartitionPlan(key, offset, end_offset, reason, kind))
-    return RestartPlan(
-        window, last, watermark, t_min, feeding.batch_id, tuple(plans_list), tuple(notes)
-    )
+    plans = _partition_plans(walk, walk.feeding, final_end, initial, last)
+    return RestartPlan(window, last, watermark, t_min, walk.feeding.batch_id, plans, tuple(notes))
 
 
-def _index_ledger(
-    ledger: Iterable[BatchFacts], last: int, gaps: frozenset[int]
-) -> dict[int, BatchFacts]:
-    records: dict[int, BatchFacts] = {}
-    for facts in ledger:
-        if facts.batch_id < 0:
-            raise InconsistentInputsError(f"the ledger holds a batch with id {facts.batch_id}")
-        kept = records.setdefault(facts.batch_id, facts)
-        if kept is not facts and kept != facts:
-            raise InconsistentInputsError(
-                f"the ledger holds two different records of batch {facts.batch_id}"
-            )
-    ahead = max([*records, *gaps], default=-1)
-    if ahead > last:
-        raise LedgerAheadError(
-            f"the ledger records batch {ahead} but the checkpoint's last committed batch is "
-            f"{last}: the ledger is ahead of the checkpoint, so it describes another "
-            "checkpoint, or this checkpoint lost commits. Check that the checkpoint path "
-            "belongs to this pipeline and generation; the planner will not guess"
-        )
-    return records
+@dataclass(frozen=True, slots=True)
+class _Cut:
+    """Where written windows end and open ones begin, and what bounds an unknown batch."""
+
+    watermark: int  # W
+    t_min: int
+    delay: int  # the largest watermark delay any run of the generation used
 
 
-def _watermark_and_end(
-    last: int,
-    records: Mapping[int, BatchFacts],
-    gaps: frozenset[int],
-    retained: Mapping[int, CheckpointBatch],
-    notes: list[str],
-) -> tuple[int, dict[PartitionKey, int]]:
-    """W and the end offsets of the last committed batch: the checkpoint's, if it has them."""
-    in_checkpoint = retained.get(last)
-    in_ledger = records.get(last) if last not in gaps else None
-    if in_checkpoint is not None:
-        if in_ledger is not None and in_ledger.watermark_ms != in_checkpoint.watermark_ms:
-            notes.append(
-                f"the ledger gives batch {last} watermark {in_ledger.watermark_ms} ms, the "
-                f"checkpoint {in_checkpoint.watermark_ms} ms; the checkpoint decides"
-            )
-        return in_checkpoint.watermark_ms, dict(in_checkpoint.end_offsets)
-    if in_ledger is not None:
-        notes.append(
-            f"the checkpoint no longer holds offsets/{last}; W and the final end offsets come "
-            "from the ledger's record of that batch"
-        )
-        return in_ledger.watermark_ms, dict(in_ledger.end_offsets)
-    raise UnknownWatermarkError(
-        f"W is unknown: the checkpoint's offsets/{last} (the last committed batch) is gone "
-        f"and the ledger has no trustworthy record of batch {last}. Without W the planner "
-        "cannot tell written windows from open ones"
-    )
+@dataclass(slots=True)
+class _Walk:
+    """The pass over the batches so far: where the replay begins, what it reads."""
+
+    unknown: _UnknownBatches = field(default_factory=lambda: _UnknownBatches())
+    boundary: Boundary | None = None  # the last known end offsets before the current batch
+    feeding: _Feeding | None = None
+    restart: dict[PartitionKey, tuple[int, str]] = field(default_factory=dict)
+    partitions: dict[PartitionKey, int] = field(default_factory=dict)  # from the restart on
+    first_seen: dict[PartitionKey, int] = field(default_factory=dict)
 
 
-def _start_offsets(
-    batch_id: int, record: BatchFacts | None, boundary: _Boundary | None, notes: list[str]
-) -> FlatOffsets | None:
-    """The start offsets of a batch where the ledger states them, checked against the end of
-    the batch before; None when the ledger does not state them."""
-    if record is None or record.start_offsets is None:
-        return None
-    start = record.start_offsets
-    if boundary is not None and boundary.batch_id == batch_id - 1 and start != boundary.offsets:
-        for key, offset in boundary.offsets.items():
-            begun = start.get(key)
-            if begun is not None and begun < offset:
-                raise InconsistentInputsError(
-                    f"offsets go backwards: batch {batch_id} starts {key[0]} partition "
-                    f"{key[1]} at {begun}, before the end of batch {batch_id - 1} ({offset}, "
-                    f"{boundary.source})"
-                )
-            if begun is not None and begun > offset:
-                notes.append(
-                    f"batch {batch_id} starts {key[0]} partition {key[1]} at {begun}, after "
-                    f"the end of batch {batch_id - 1} ({offset}): the old query skipped those "
-                    "records; the restart uses the smaller offset"
-                )
-    return start
+def _walk(
+    batches: OldBatches, cut: _Cut, initial: Mapping[PartitionKey, int], notes: list[str]
+) -> _Walk:
+    """One pass over batches 0 to last: offsets checked, the first feeding batch found."""
+    walk = _Walk()
+    for batch_id in range(batches.last + 1):
+        record = batches.record(batch_id)
+        start = start_offsets(batch_id, record, walk.boundary, notes)
+        end = end_offsets(batch_id, record, batches.retained.get(batch_id), notes)
+        if end is not None:
+            check_order(batch_id, start, end, walk.boundary)
+        if walk.feeding is None:
+            walk.feeding = _feeds(batch_id, record, batches, cut, walk.unknown)
+            if walk.feeding is not None:
+                why = walk.feeding.why
+                walk.restart = _restart_offsets(batch_id, start, walk.boundary, initial, why)
+        elif record is None:
+            _classify_unknown(batch_id, batches, walk.unknown)
+        if walk.feeding is not None and end is not None:
+            for key in end:
+                if key not in walk.partitions:
+                    walk.first_seen[key] = batch_id
+            walk.partitions.update(end)
+        if end is not None:
+            in_checkpoint = batch_id in batches.retained
+            walk.boundary = Boundary(batch_id, end, in_checkpoint, record is not None)
+    return walk
 
 
-def _end_offsets(
+def _feeds(
     batch_id: int,
     record: BatchFacts | None,
-    retained: CheckpointBatch | None,
-    notes: list[str],
-) -> FlatOffsets | None:
-    """A batch's end offsets from the ledger and the checkpoint; the smaller where they differ."""
-    if retained is None:
-        return None if record is None else record.end_offsets
-    if record is None or record.end_offsets == retained.end_offsets:
-        return retained.end_offsets
-    notes.append(
-        f"the ledger and the checkpoint disagree on batch {batch_id}'s end offsets "
-        f"({format_offsets(unflatten(record.end_offsets))} against "
-        f"{format_offsets(unflatten(retained.end_offsets))}); the restart takes the smaller "
-        "offset of each partition"
-    )
-    merged = dict(retained.end_offsets)
-    for key, offset in record.end_offsets.items():
-        merged[key] = min(offset, merged.get(key, offset))
-    return merged
+    batches: OldBatches,
+    cut: _Cut,
+    unknown: _UnknownBatches,
+) -> _Feeding | None:
+    """Whether a batch, known or not, may hold an event at or after T_min."""
+    if record is not None:
+        return _known_feeds(batch_id, record, cut.t_min, cut.watermark)
+    what = _classify_unknown(batch_id, batches, unknown)
+    following = next_watermark(batch_id, batches)
+    feeding = _unknown_feeds(batch_id, what, cut, following)
+    if feeding is None:
+        unknown.bounded.append(batch_id)
+    return feeding
 
 
-def _check_order(
-    batch_id: int, start: FlatOffsets | None, end: FlatOffsets, boundary: _Boundary | None
-) -> None:
-    """Refuse offsets that go backwards. Linear in partitions; equal dicts compare in C."""
-    restated = boundary is not None and start is not None and start == boundary.offsets
-    if start is not None and not restated and start != end:
-        for key, offset in start.items():
-            ended = end.get(key)
-            if ended is not None and ended < offset:
-                raise InconsistentInputsError(
-                    f"offsets go backwards: batch {batch_id} ends {key[0]} partition {key[1]} "
-                    f"at {ended}, before its start {offset}"
-                )
-    if boundary is not None and boundary.offsets is not end and boundary.offsets != end:
-        for key, offset in boundary.offsets.items():
-            ended = end.get(key)
-            if ended is not None and ended < offset:
-                raise InconsistentInputsError(
-                    f"offsets go backwards: batch {batch_id} ends {key[0]} partition {key[1]} "
-                    f"at {ended}, before the end of batch {boundary.batch_id} ({offset}, "
-                    f"{boundary.source})"
-                )
-
-
-def _next_watermark(
-    batch_id: int,
+def _partition_plans(
+    walk: _Walk,
+    feeding: _Feeding,
+    final_end: Mapping[PartitionKey, int],
+    initial: Mapping[PartitionKey, int],
     last: int,
-    checkpoint: CheckpointFacts,
-    retained: Mapping[int, CheckpointBatch],
-    records: Mapping[int, BatchFacts],
-    gaps: frozenset[int],
-) -> int | None:
-    """The watermark of the batch after ``batch_id``, which bounds ``batch_id``'s events."""
-    following = batch_id + 1
-    if following > last:
-        return checkpoint.next_watermark_ms
-    if following in retained:
-        return retained[following].watermark_ms
-    record = records.get(following) if following not in gaps else None
-    return None if record is None else record.watermark_ms
+) -> tuple[PartitionPlan, ...]:
+    """Every partition read from the restart batch on, or at the end: where it restarts."""
+    plans: list[PartitionPlan] = []
+    for key in sorted(walk.partitions.keys() | final_end.keys()):
+        end_offset = final_end.get(key, walk.partitions.get(key, 0))
+        if key in walk.restart:
+            offset, reason = walk.restart[key]
+            kind = RestartKind.FIRST_FEEDING_BATCH
+        else:
+            offset, reason = _new_partition(key, walk.first_seen.get(key, last), initial, feeding)
+            kind = RestartKind.NEW_PARTITION
+        plans.append(PartitionPlan(key, offset, end_offset, reason, kind))
+    return tuple(plans)
 
 
-def _classify_unknown(
-    batch_id: int, gaps: frozenset[int], ledger_top: int, unknown: _UnknownBatches
-) -> str:
-    if batch_id in gaps:
+def _carried_watermark(watermark: int, written_through_ms: int | None, notes: list[str]) -> int:
+    """W, never below what the generation before the old one wrote (see ``plan_restart``)."""
+    if written_through_ms is None or written_through_ms <= watermark:
+        return watermark
+    notes.append(
+        f"the old generation's last watermark is {watermark_text(watermark)}, but it "
+        "started from a plan that left every window ending at or before "
+        f"{when(written_through_ms)} to the generation before it, which wrote them: "
+        f"W is {when(written_through_ms)}"
+    )
+    return written_through_ms
+
+
+def _classify_unknown(batch_id: int, batches: OldBatches, unknown: _UnknownBatches) -> str:
+    if batch_id in batches.gaps:
         unknown.gap.append(batch_id)
         return f"batch {batch_id} has a ledger gap marker (its record was not written)"
-    if batch_id > ledger_top:
+    if batch_id > batches.ledger_top:
         unknown.behind.append(batch_id)
         return f"batch {batch_id} is not in the ledger yet (the ledger is behind the checkpoint)"
     unknown.missing.append(batch_id)
@@ -377,33 +253,28 @@ def _known_feeds(batch_id: int, record: BatchFacts, t_min: int, watermark: int) 
 
 
 def _unknown_feeds(
-    batch_id: int,
-    why_unknown: str,
-    t_min: int,
-    watermark: int,
-    delay: int,
-    next_watermark: int | None,
+    batch_id: int, why_unknown: str, cut: _Cut, next_watermark: int | None
 ) -> _Feeding | None:
     """Whether an unknown batch may hold an event at or after T_min: yes, unless the watermark
     of the batch after it, at least (its max event time - delay), proves otherwise."""
-    if next_watermark is not None and next_watermark + delay < t_min:
+    if next_watermark is not None and next_watermark + cut.delay < cut.t_min:
         return None
     bound = (
         ""
         if next_watermark is None
-        else f" (the watermark after it allows events up to {when(next_watermark + delay)})"
+        else f" (the watermark after it allows events up to {when(next_watermark + cut.delay)})"
     )
     return _Feeding(
         batch_id,
         f"{why_unknown}, so its events are unknown and may fall in a window ending after "
-        f"W={watermark_text(watermark)}{bound}; it is treated as the first batch that can",
+        f"W={watermark_text(cut.watermark)}{bound}; it is treated as the first batch that can",
     )
 
 
 def _restart_offsets(
     batch_id: int,
     start: FlatOffsets | None,
-    boundary: _Boundary | None,
+    boundary: Boundary | None,
     initial: Mapping[PartitionKey, int],
     why: str,
 ) -> dict[PartitionKey, tuple[int, str]]:

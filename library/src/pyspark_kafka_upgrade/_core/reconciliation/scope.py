@@ -18,7 +18,7 @@ checkpoints and the plans, none from the output it checks:
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from pyspark_kafka_upgrade._domain.records.history import EARLIEST, BatchFacts, FlatOffsets
@@ -122,6 +122,12 @@ def generation_scopes(facts: VerifyFacts) -> tuple[GenerationScope, ...]:
         or generation.checkpoint
         or generation.status is not GenerationStatus.RETIRED
     ]
+    owns = _owners(chain)
+    return tuple(_scope(chain, index, owns, facts.earliest) for index in range(len(chain)))
+
+
+def _owners(chain: Sequence[GenerationFacts]) -> list[ReplayFilter]:
+    """Each generation's replay filter: the pairs it keeps, its successor's aside."""
     owns: list[ReplayFilter] = []
     for index, generation in enumerate(chain):
         if generation.plan is not None:
@@ -139,48 +145,50 @@ def generation_scopes(facts: VerifyFacts) -> tuple[GenerationScope, ...]:
                     carried=owns[index - 1],
                 )
             )
-    scopes = []
-    for index, generation in enumerate(chain):
-        last = index == len(chain) - 1
-        spans = batch_spans(generation, facts.earliest)
-        # The plan that retired it saw its last committed batch: where it stopped and its W
-        # hold even when its ledger lost its last batches and its checkpoint is gone.
-        retiring = None if last else chain[index + 1].plan
-        through = _written_through(generation)
-        stopped_at = _last_offsets(spans, generation)
-        if retiring is not None:
-            through = max(through if through is not None else 0, retiring.watermark_ms)
-            for key, offset in retiring.old_end_offsets.items():
-                stopped_at[key] = max(stopped_at.get(key, offset), offset)
-        scopes.append(
-            GenerationScope(
-                generation=generation.generation,
-                window=generation.signature.window,
-                topics=tuple(
-                    topic for source in generation.signature.sources for topic in source.topics
-                ),
-                keys=generation.signature.grouping_keys,
-                metrics=tuple(
-                    parse_metric(aggregate.name, aggregate.expression)
-                    for aggregate in generation.signature.aggregates
-                ),
-                owns=owns[index],
-                next_owns=None if last else owns[index + 1],
-                written_through_ms=through,
-                running=last,
-                spans=spans,
-                first_offsets=_first_offsets(spans, generation),
-                last_offsets=stopped_at,
-                started_at_latest=frozenset(
-                    key
-                    for key, offset in (
-                        generation.plan.restart_offsets if generation.plan is not None else {}
-                    ).items()
-                    if offset == LATEST
-                ),
-            )
-        )
-    return tuple(scopes)
+    return owns
+
+
+def _scope(
+    chain: Sequence[GenerationFacts],
+    index: int,
+    owns: Sequence[ReplayFilter],
+    earliest: FlatOffsets,
+) -> GenerationScope:
+    generation = chain[index]
+    last = index == len(chain) - 1
+    spans = batch_spans(generation, earliest)
+    # The plan that retired it saw its last committed batch: where it stopped and its W
+    # hold even when its ledger lost its last batches and its checkpoint is gone.
+    retiring = None if last else chain[index + 1].plan
+    through = _written_through(generation)
+    # Where it stopped (or is) in each partition it was assigned.
+    stopped_at = _offsets_by(max, generation, (((s.topic, s.partition), s.end) for s in spans))
+    if retiring is not None:
+        through = max(through if through is not None else 0, retiring.watermark_ms)
+        for key, offset in retiring.old_end_offsets.items():
+            stopped_at[key] = max(stopped_at.get(key, offset), offset)
+    signature = generation.signature
+    planned = generation.plan.restart_offsets if generation.plan is not None else {}
+    return GenerationScope(
+        generation=generation.generation,
+        window=signature.window,
+        topics=tuple(topic for source in signature.sources for topic in source.topics),
+        keys=signature.grouping_keys,
+        metrics=tuple(
+            parse_metric(aggregate.name, aggregate.expression) for aggregate in signature.aggregates
+        ),
+        owns=owns[index],
+        next_owns=None if last else owns[index + 1],
+        written_through_ms=through,
+        running=last,
+        spans=spans,
+        # A partition it never read a record of (its offsets never moved) begins where it sat.
+        first_offsets=_offsets_by(
+            min, generation, (((s.topic, s.partition), s.start) for s in spans)
+        ),
+        last_offsets=stopped_at,
+        started_at_latest=frozenset(key for key, offset in planned.items() if offset == LATEST),
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,10 +241,9 @@ def _of_ledger(batch: BatchFacts) -> _Known:
 
 def batch_spans(generation: GenerationFacts, earliest: FlatOffsets) -> tuple[Span, ...]:
     """The offset ranges each known batch of ``generation`` read, and the gaps between them."""
-    batches = _known_batches(generation)
     spans: list[Span] = []
     previous: _Known | None = None
-    for batch in batches:
+    for batch in _known_batches(generation):
         consecutive = previous is not None and previous.batch_id == batch.batch_id - 1
         if previous is not None and not consecutive:
             # Unrecorded batches ran between: their lateness bounds lie between the two.
@@ -247,40 +254,18 @@ def batch_spans(generation: GenerationFacts, earliest: FlatOffsets) -> tuple[Spa
                 previous.watermark_ms,
                 batch.watermark_ms,
             )
-        begin: Mapping[PartitionKey, int]
-        if batch.batch_id == 0 or previous is None:
-            begin = _first_start(generation, batch, earliest)
-            if previous is None and batch.batch_id > 0 and batch.start is not None:
-                # The batches before the first known one read from where the generation
-                # began up to this batch's start: a gap.
-                spans += _spans(
-                    _first_start(generation, batch, earliest, prefer_recorded=False),
-                    batch.start,
-                    None,
-                    0,
-                    batch.watermark_ms,
-                )
-        elif not consecutive and batch.start is not None:
-            begin = batch.start  # the gap's span ends here
-        else:
-            # A partition added while the query ran is read from its earliest offset.
-            begin = {
-                key: previous.end.get(
-                    key,
-                    (batch.start or {}).get(key, earliest.get(key, 0)),
-                )
-                for key in batch.end
-            }
-        if batch.batch_id == 0:
-            # A query's first batch judges lateness by its own watermark (0 when new).
-            late_through = on_time_after = batch.watermark_ms
-        elif consecutive and previous is not None:
-            late_through = previous.watermark_ms
-            begins_run = batch.run_id is None or batch.run_id != previous.run_id
-            on_time_after = batch.watermark_ms if begins_run else previous.watermark_ms
-        else:
-            late_through = previous.watermark_ms if previous is not None else 0
-            on_time_after = batch.watermark_ms
+        elif previous is None and batch.batch_id > 0 and batch.start is not None:
+            # The batches before the first known one read from where the generation
+            # began up to this batch's start: a gap.
+            spans += _spans(
+                _first_start(generation, batch, earliest, prefer_recorded=False),
+                batch.start,
+                None,
+                0,
+                batch.watermark_ms,
+            )
+        begin = _begin(generation, batch, previous, consecutive, earliest)
+        late_through, on_time_after = _lateness(batch, previous, consecutive)
         spans += _spans(
             begin,
             batch.end,
@@ -293,6 +278,36 @@ def batch_spans(generation: GenerationFacts, earliest: FlatOffsets) -> tuple[Spa
         )
         previous = batch
     return tuple(spans)
+
+
+def _begin(
+    generation: GenerationFacts,
+    batch: _Known,
+    previous: _Known | None,
+    consecutive: bool,
+    earliest: FlatOffsets,
+) -> Mapping[PartitionKey, int]:
+    """Where ``batch`` began reading each partition."""
+    if batch.batch_id == 0 or previous is None:
+        return _first_start(generation, batch, earliest)
+    if not consecutive and batch.start is not None:
+        return batch.start  # the gap's span ends here
+    # A partition added while the query ran is read from its earliest offset.
+    return {
+        key: previous.end.get(key, (batch.start or {}).get(key, earliest.get(key, 0)))
+        for key in batch.end
+    }
+
+
+def _lateness(batch: _Known, previous: _Known | None, consecutive: bool) -> tuple[int, int]:
+    """The watermarks ``batch`` judged lateness by: late through, on time after."""
+    if batch.batch_id == 0:
+        # A query's first batch judges lateness by its own watermark (0 when new).
+        return batch.watermark_ms, batch.watermark_ms
+    if consecutive and previous is not None:
+        begins_run = batch.run_id is None or batch.run_id != previous.run_id
+        return previous.watermark_ms, batch.watermark_ms if begins_run else previous.watermark_ms
+    return previous.watermark_ms if previous is not None else 0, batch.watermark_ms
 
 
 def _first_start(
@@ -362,33 +377,18 @@ def _written_through(generation: GenerationFacts) -> int | None:
     return max(marks) if marks else None
 
 
-def _first_offsets(spans: Iterable[Span], generation: GenerationFacts) -> dict[PartitionKey, int]:
-    """Where the generation began reading each partition; a partition it never read a
-    record of (its offsets never moved) begins where it sat."""
-    first: dict[PartitionKey, int] = {}
-    for key, offset in _ends(generation):
-        first[key] = min(first.get(key, offset), offset)
-    for span in spans:
-        key = (span.topic, span.partition)
-        first[key] = min(first.get(key, span.start), span.start)
-    return first
-
-
-def _ends(generation: GenerationFacts) -> list[tuple[PartitionKey, int]]:
-    return [
-        (key, offset) for batch in _known_batches(generation) for key, offset in batch.end.items()
-    ]
-
-
-def _last_offsets(spans: Iterable[Span], generation: GenerationFacts) -> dict[PartitionKey, int]:
-    """Where the generation stopped (or is) in each partition it was assigned."""
-    last: dict[PartitionKey, int] = {}
-    for key, offset in _ends(generation):
-        last[key] = max(last.get(key, offset), offset)
-    for span in spans:
-        key = (span.topic, span.partition)
-        last[key] = max(last.get(key, span.end), span.end)
-    return last
+def _offsets_by(
+    pick: Callable[[int, int], int],
+    generation: GenerationFacts,
+    bounds: Iterable[tuple[PartitionKey, int]],
+) -> dict[PartitionKey, int]:
+    """Per partition, the least (``min``) or greatest (``max``) of the known batches' end
+    offsets and of ``bounds``."""
+    chosen: dict[PartitionKey, int] = {}
+    ends = ((key, at) for batch in _known_batches(generation) for key, at in batch.end.items())
+    for key, offset in itertools.chain(ends, bounds):
+        chosen[key] = pick(chosen.get(key, offset), offset)
+    return chosen
 
 
 def default_from_ms(scopes: Sequence[GenerationScope], facts: VerifyFacts) -> int:

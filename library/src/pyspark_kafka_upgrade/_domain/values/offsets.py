@@ -13,6 +13,7 @@ import json
 from collections.abc import Iterable, Mapping
 
 from pyspark_kafka_upgrade._domain.errors import PipelineError
+from pyspark_kafka_upgrade._domain.values.json_text import json_value
 
 # topic -> partition -> the offset of the next record to read
 Offsets = Mapping[str, Mapping[int, int]]
@@ -39,13 +40,13 @@ def offsets_to_json_object(offsets: Offsets) -> dict[str, dict[str, int]]:
 
 def parse_offsets(text: str, *, what: str = "offsets") -> dict[str, dict[int, int]]:
     """Parse offsets JSON; ``what`` names the value in the error (e.g. ``startingOffsets``)."""
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise InvalidOffsetsError(
+    value = json_value(
+        text,
+        lambda error: InvalidOffsetsError(
             f"{what} is not valid JSON ({error.msg} at character {error.pos}): {text!r}; "
             f"expected e.g. {EXAMPLE}"
-        ) from None
+        ),
+    )
     return offsets_from_json_object(value, what=what)
 
 
