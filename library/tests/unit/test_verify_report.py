@@ -225,7 +225,7 @@ def test_a_malformed_list_count_or_status_is_named(
 
 def test_a_document_that_is_no_object_is_refused() -> None:
     with pytest.raises(VerifyReportError, match="must be a JSON object"):
-        VerifyReport.from_json([])  # type: ignore[arg-type]
+        VerifyReport.from_json([])
 
 
 # -- Committed output verify could not read ------------------------------------------------

@@ -17,19 +17,17 @@ from pyspark_kafka_upgrade._adapters.spark.kafka_jars import (
     connector_package,
     fetch_connector_jars,
 )
+from pyspark_kafka_upgrade._domain.values.json_record import JsonRecord
 
 
 @dataclasses.dataclass(frozen=True)
-class ConnectorJars:
+class ConnectorJars(JsonRecord):
     """Where the built-in connector's jars are, for the running pyspark."""
 
     spark_version: str
     package: str
     jars: tuple[str, ...]
     seconds: float
-
-    def to_json(self) -> str:
-        return json.dumps(dataclasses.asdict(self), indent=2)
 
 
 def fetch(spark_version: str | None = None) -> ConnectorJars:
@@ -57,4 +55,4 @@ def render(report: ConnectorJars) -> str:
 
 def fetch_command(*, as_json: bool) -> str:
     report = fetch()
-    return report.to_json() if as_json else render(report)
+    return json.dumps(report.to_json(), indent=2) if as_json else render(report)

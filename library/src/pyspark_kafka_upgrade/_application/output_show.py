@@ -38,6 +38,7 @@ from pyspark_kafka_upgrade._domain.records.sink import (
 )
 from pyspark_kafka_upgrade._domain.records.sink_errors import IntegrityError
 from pyspark_kafka_upgrade._domain.values.catalog import SinkFormat
+from pyspark_kafka_upgrade._domain.values.json_record import Field, JsonRecord, Shape, Written
 from pyspark_kafka_upgrade._domain.values.layout import output_root
 
 DEFAULT_LIMIT = 20
@@ -50,24 +51,26 @@ class InvalidLimitError(PipelineError):
 
 
 @dataclass(frozen=True, slots=True)
-class GenerationSummary:
+class GenerationSummary(JsonRecord):
     generation: int
     directory: str
     last_batch_id: int | None  # None: nothing committed yet
     rows: int
 
-    def to_json(self) -> dict[str, object]:
-        return {
-            "generation": self.generation,
-            "directory": self.directory,
-            "last_batch_id": self.last_batch_id,
-            "rows": self.rows,
-        }
-
 
 @dataclass(frozen=True, slots=True)
-class OutputReport:
+class OutputReport(JsonRecord):
     """The rows ``output show`` prints, already in order and cut to the limit."""
+
+    json_shape = Shape(
+        "output",
+        Field("file_format", key="format"),
+        "generations",
+        Written("total_rows"),
+        "order_by",
+        "columns",
+        Written("rows", lambda report: _json_rows(report)),
+    )
 
     output: str  # <root>/output
     file_format: str
@@ -80,20 +83,6 @@ class OutputReport:
     @property
     def total_rows(self) -> int:
         return sum(summary.rows for summary in self.generations)
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "output": self.output,
-            "format": self.file_format,
-            "generations": [summary.to_json() for summary in self.generations],
-            "total_rows": self.total_rows,
-            "order_by": list(self.order_by),
-            "columns": list(self.columns),
-            "rows": [
-                {name: _json_value(value) for name, value in zip(self.columns, row, strict=True)}
-                for row in self.rows
-            ],
-        }
 
 
 def show_output(
@@ -276,6 +265,14 @@ def _text(value: object) -> str:
     if isinstance(value, datetime | date):
         return _iso(value)
     return str(value)
+
+
+def _json_rows(report: OutputReport) -> list[dict[str, object]]:
+    """Each row as an object by column, its values as JSON can hold them."""
+    return [
+        {name: _json_value(value) for name, value in zip(report.columns, row, strict=True)}
+        for row in report.rows
+    ]
 
 
 def _json_value(value: object) -> object:

@@ -47,9 +47,8 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from types import TracebackType
-from typing import Any, TypeVar
 
 import pyarrow.fs
 
@@ -71,10 +70,9 @@ from pyspark_kafka_upgrade._adapters.storage.process_table import (
 )
 from pyspark_kafka_upgrade._domain.errors import PipelineError
 from pyspark_kafka_upgrade._domain.values.clock import now_ms
+from pyspark_kafka_upgrade._domain.values.json_record import Field, Shape, decode, encode
 
 log = logging.getLogger(__name__)
-
-_T = TypeVar("_T")
 
 LOCK_FORMAT = 1
 DEFAULT_HEARTBEAT_INTERVAL_S = 10.0
@@ -97,9 +95,28 @@ class RunLockHeldError(RunLockError):
     exit_code = 75
 
 
+class _UnreadableLockError(PipelineError, ValueError):
+    """A lock file whose fields are not a lock's: read as a file that is not a lock."""
+
+
 @dataclass(frozen=True)
 class LockRecord:
     """The content of a lock file."""
+
+    # host_id and process_start may be unknown; older files left them out then.
+    json_shape = Shape(
+        "token",
+        "purpose",
+        "host",
+        Field("host_id", absent=None),
+        "pid",
+        Field("process_start", absent=None),
+        "acquired_at_ms",
+        "heartbeat_at_ms",
+        "lease_ms",
+        what="lock file",
+        error=_UnreadableLockError,
+    )
 
     token: str
     purpose: str
@@ -112,7 +129,7 @@ class LockRecord:
     lease_ms: int
 
     def to_json(self) -> bytes:
-        document = {"format": LOCK_FORMAT, **asdict(self)}
+        document = {"format": LOCK_FORMAT, **encode(self)}
         return (json.dumps(document, indent=2, sort_keys=True) + "\n").encode("utf-8")
 
     @classmethod
@@ -128,17 +145,7 @@ class LockRecord:
             raise ValueError("not a JSON object")
         if document.get("format") != LOCK_FORMAT:
             raise ValueError(f"unknown format {document.get('format')!r}")
-        record = cls(
-            token=_field(document, "token", str),
-            purpose=_field(document, "purpose", str),
-            host=_field(document, "host", str),
-            host_id=_optional_field(document, "host_id", str),
-            pid=_field(document, "pid", int),
-            process_start=_optional_field(document, "process_start", str),
-            acquired_at_ms=_field(document, "acquired_at_ms", int),
-            heartbeat_at_ms=_field(document, "heartbeat_at_ms", int),
-            lease_ms=_field(document, "lease_ms", int),
-        )
+        record = decode(cls, document)
         # A pid of 0 or below would make kill() signal whole process groups.
         if not record.token or record.pid <= 0 or record.lease_ms <= 0:
             raise ValueError("empty token, or a pid or lease that is not positive")
@@ -150,18 +157,6 @@ class LockRecord:
             f"since {format_time(self.acquired_at_ms)}, "
             f"last heartbeat {format_age(now_ms - self.heartbeat_at_ms)} ago)"
         )
-
-
-def _field(document: dict[str, Any], name: str, kind: type[_T]) -> _T:
-    value = document.get(name)
-    # bool is an int to isinstance(); a "pid": true is still a broken file.
-    if not isinstance(value, kind) or isinstance(value, bool):
-        raise ValueError(f"field {name!r} is missing or not a {kind.__name__}")
-    return value
-
-
-def _optional_field(document: dict[str, Any], name: str, kind: type[_T]) -> _T | None:
-    return None if document.get(name) is None else _field(document, name, kind)
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from pyspark_kafka_upgrade._domain.records.ledger import BatchRecord, LedgerGap
 from pyspark_kafka_upgrade._domain.records.sink import Sink
 from pyspark_kafka_upgrade._domain.records.sink_errors import IntegrityError
 from pyspark_kafka_upgrade._domain.records.store import OffsetStore
+from pyspark_kafka_upgrade._domain.values.json_record import JsonRecord
 from pyspark_kafka_upgrade._domain.values.offsets import (
     InvalidOffsetsError,
     format_offsets,
@@ -56,21 +57,18 @@ class Verdict(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
-class BatchRange:
+class BatchRange(JsonRecord):
     """Batch ids ``first`` to ``last``, both included."""
 
     first: int
     last: int
-
-    def to_json(self) -> dict[str, object]:
-        return {"first": self.first, "last": self.last}
 
     def __str__(self) -> str:
         return str(self.first) if self.first == self.last else f"{self.first}-{self.last}"
 
 
 @dataclass(frozen=True, slots=True)
-class LastCommittedBatch:
+class LastCommittedBatch(JsonRecord):
     """The last batch with ``commits/N``, and what ``offsets/N`` says about it."""
 
     batch_id: int
@@ -80,22 +78,9 @@ class LastCommittedBatch:
     next_batch_watermark_ms: int  # from commits/N: what the next batch would run with
     sources: tuple[SourceOffset, ...]
 
-    def to_json(self) -> dict[str, object]:
-        return {
-            "batch_id": self.batch_id,
-            "log_version": self.log_version,
-            "batch_watermark_ms": self.batch_watermark_ms,
-            "batch_timestamp_ms": self.batch_timestamp_ms,
-            "next_batch_watermark_ms": self.next_batch_watermark_ms,
-            "sources": [
-                {"source_id": source.source_id, "offsets": source.offsets, "kafka": source.is_kafka}
-                for source in self.sources
-            ],
-        }
-
 
 @dataclass(frozen=True, slots=True)
-class SinkSummary:
+class SinkSummary(JsonRecord):
     """What the sink's log says, next to the checkpoint."""
 
     uri: str
@@ -109,20 +94,9 @@ class SinkSummary:
     # Committed files missing or of another size, or directories that cannot be listed.
     damaged: tuple[DamagedFile, ...] = ()
 
-    def to_json(self) -> dict[str, object]:
-        return {
-            "uri": self.uri,
-            "batches": [batch.to_json() for batch in self.batches],
-            "last_batch_id": self.last_batch_id,
-            "compact_batch_id": self.compact_batch_id,
-            "live_files": self.live_files,
-            "last_batch_matches_checkpoint": self.last_batch_matches_checkpoint,
-            "damaged": [file.to_json() for file in self.damaged],
-        }
-
 
 @dataclass(frozen=True, slots=True)
-class Mismatch:
+class Mismatch(JsonRecord):
     """One fact of one batch on which the ledger and the checkpoint differ."""
 
     batch_id: int
@@ -130,33 +104,18 @@ class Mismatch:
     checkpoint: str | None
     ledger: str
 
-    def to_json(self) -> dict[str, object]:
-        return {
-            "batch_id": self.batch_id,
-            "field": self.field,
-            "checkpoint": self.checkpoint,
-            "ledger": self.ledger,
-        }
-
 
 @dataclass(frozen=True, slots=True)
-class GapNote:
+class GapNote(JsonRecord):
     """A write the ledger recorded as failed."""
 
     batch_id: int | None  # None when the failed write was not about one batch
     reason: str
     recorded_at_ms: int
 
-    def to_json(self) -> dict[str, object]:
-        return {
-            "batch_id": self.batch_id,
-            "reason": self.reason,
-            "recorded_at_ms": self.recorded_at_ms,
-        }
-
 
 @dataclass(frozen=True, slots=True)
-class LedgerAgreement:
+class LedgerAgreement(JsonRecord):
     """The ledger's batch records of one generation, compared with the checkpoint."""
 
     verdict: Verdict
@@ -169,22 +128,9 @@ class LedgerAgreement:
     mismatches: tuple[Mismatch, ...]
     gaps: tuple[GapNote, ...]
 
-    def to_json(self) -> dict[str, object]:
-        return {
-            "verdict": self.verdict.value,
-            "store": self.store,
-            "last_batch_id": self.last_batch_id,
-            "same_last_batch": self.same_last_batch,
-            "compared_batches": self.compared_batches,
-            "missing_batches": [batch.to_json() for batch in self.missing_batches],
-            "ahead_batches": [batch.to_json() for batch in self.ahead_batches],
-            "mismatches": [mismatch.to_json() for mismatch in self.mismatches],
-            "gaps": [gap.to_json() for gap in self.gaps],
-        }
-
 
 @dataclass(frozen=True, slots=True)
-class CheckpointReport:
+class CheckpointReport(JsonRecord):
     """Everything ``inspect`` says about one generation's checkpoint."""
 
     checkpoint: str
@@ -196,21 +142,6 @@ class CheckpointReport:
     retained_batches: tuple[BatchRange, ...]  # committed, offsets and commit files present
     sink: SinkSummary | None  # None when no sink was given
     ledger: LedgerAgreement
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "checkpoint": self.checkpoint,
-            "pipeline": self.pipeline,
-            "generation": self.generation,
-            "query_id": self.query_id,
-            "last_committed": None
-            if self.last_committed is None
-            else self.last_committed.to_json(),
-            "planned_not_committed": list(self.planned_not_committed),
-            "retained_batches": [batch.to_json() for batch in self.retained_batches],
-            "sink": None if self.sink is None else self.sink.to_json(),
-            "ledger": self.ledger.to_json(),
-        }
 
 
 def inspect_checkpoint(

@@ -16,6 +16,7 @@ from pyspark_kafka_upgrade._core.planner.tightening import checked_in_order
 from pyspark_kafka_upgrade._domain.records.record_errors import PlanningError
 from pyspark_kafka_upgrade._domain.records.replay_filter import ReplayFilter
 from pyspark_kafka_upgrade._domain.records.scans import Record, Scan, ScanRange, Unsure, WaitingScan
+from pyspark_kafka_upgrade._domain.values.json_record import JsonRecord, Shape, Written
 from pyspark_kafka_upgrade._domain.values.offsets import PartitionKey
 from pyspark_kafka_upgrade._domain.values.validation import WindowSpec
 from pyspark_kafka_upgrade._domain.values.windows import earliest_open_event_ms
@@ -49,8 +50,16 @@ def count_waiting(
 
 
 @dataclass(frozen=True, slots=True)
-class LateRecords:
+class LateRecords(JsonRecord):
     """The records waiting after the old generation's end that the new one drops as late."""
+
+    json_shape = Shape(
+        "before_event_ms",
+        Written("scanned_records"),
+        Written("malformed_records"),
+        Written("unsure_records"),
+        Written("late_records"),
+    )
 
     before_event_ms: int | None  # late: an event time before this; None: no filter, none late
     by_window_end: bool  # the bound is T_min of W (the window filter), not an event-time split
@@ -81,15 +90,6 @@ class LateRecords:
     def end_offsets(self) -> dict[PartitionKey, int]:
         """Where it stopped: the latest offsets when the plan was made."""
         return {each.partition: each.end_offset for each in self.partitions}
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "before_event_ms": self.before_event_ms,
-            "scanned_records": self.scanned_records,
-            "malformed_records": self.malformed_records,
-            "unsure_records": self.unsure_records,
-            "late_records": self.late_records,
-        }
 
     def explain(self) -> str:
         """One sentence for the human output of ``upgrade plan``."""

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
-from pyspark_kafka_upgrade._domain.values.json_fields import JsonFields
+from pyspark_kafka_upgrade._domain.values.json_record import Field, JsonRecord, Shape
 
 
 class Verdict(StrEnum):
@@ -20,7 +20,7 @@ class Verdict(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
-class Change:
+class Change(JsonRecord):
     """One leaf of the signature that differs, and what that means for the checkpoint."""
 
     path: str  # e.g. "window.duration_ms"
@@ -29,25 +29,6 @@ class Change:
     needs_new_checkpoint: bool
     reason: str
 
-    def to_json(self) -> dict[str, object]:
-        return {
-            "path": self.path,
-            "old": self.old,
-            "new": self.new,
-            "needs_new_checkpoint": self.needs_new_checkpoint,
-            "reason": self.reason,
-        }
-
-    @classmethod
-    def from_json(cls, read: JsonFields) -> Change:
-        return cls(
-            path=read.text("path"),
-            old=read.raw("old"),
-            new=read.raw("new"),
-            needs_new_checkpoint=read.boolean("needs_new_checkpoint"),
-            reason=read.text("reason"),
-        )
-
     def sentence(self) -> str:
         verdict = "needs a new checkpoint" if self.needs_new_checkpoint else "is safe"
         change = f"{self.path}: {show_value(self.old)} -> {show_value(self.new)}"
@@ -55,23 +36,13 @@ class Change:
 
 
 @dataclass(frozen=True, slots=True)
-class Advice:
+class Advice(JsonRecord):
+    json_shape = Shape(
+        Field("verdict", unknown="advice verdict {value!r} is not one of {allowed}"), "changes"
+    )
+
     verdict: Verdict
     changes: tuple[Change, ...]
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "verdict": self.verdict.value,
-            "changes": [change.to_json() for change in self.changes],
-        }
-
-    @classmethod
-    def from_json(cls, read: JsonFields) -> Advice:
-        verdict = read.text("verdict")
-        if verdict not in set(Verdict):
-            allowed = ", ".join(Verdict)
-            raise read.error(f"advice verdict {verdict!r} is not one of {allowed}")
-        return cls(Verdict(verdict), tuple(Change.from_json(c) for c in read.children("changes")))
 
     def sentences(self) -> list[str]:
         if self.verdict is Verdict.SAME:

@@ -15,11 +15,10 @@ import posixpath
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Self, TypeVar
 from urllib.parse import unquote
 
 from pyspark_kafka_upgrade._domain.errors import PipelineError
-from pyspark_kafka_upgrade._domain.values.json_fields import JsonFields
+from pyspark_kafka_upgrade._domain.values.json_record import JsonRecord, Shape, Written
 
 
 class DamageError(PipelineError):
@@ -57,8 +56,23 @@ _WHY_AND_WHAT: dict[Damage, str] = {
 
 
 @dataclass(frozen=True, slots=True)
-class DamagedFile:
-    """One committed file (or the directory or log that lists them) a command could not use."""
+class DamagedFile(JsonRecord):
+    """One committed file (or the directory or log that lists them) a command could not use.
+
+    Its document holds the :meth:`message` too, for scripts that show it; it is derived, so
+    not read back.
+    """
+
+    json_shape = Shape(
+        "generation",
+        "part",
+        "path",
+        "damage",
+        "detail",
+        Written("message", lambda file: file.message()),
+        what="damaged file",
+        error=DamageError,
+    )
 
     generation: int
     part: Part
@@ -89,31 +103,6 @@ class DamagedFile:
         line = f"generation {self.generation}'s {self.part.value} {self.name} {self.detail}"
         line += f": {self.advice}"
         return f"{line}, or {alternative}" if alternative else line
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "generation": self.generation,
-            "part": self.part.value,
-            "path": self.path,
-            "damage": self.damage.value,
-            "detail": self.detail,
-            "message": self.message(),
-        }
-
-    @classmethod
-    def from_json(
-        cls, data: object, *, error: type[PipelineError] = DamageError, where: str = ""
-    ) -> Self:
-        """Read what :meth:`to_json` wrote (``message`` is derived, not read); ``error`` is
-        the kind of the document it is part of, ``where`` its path there."""
-        read = JsonFields(data, "damaged file", error, where)
-        return cls(
-            generation=read.integer("generation"),
-            part=_member(Part, read, "part", where),
-            path=read.text("path"),
-            damage=_member(Damage, read, "damage", where),
-            detail=read.text("detail"),
-        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,18 +155,3 @@ def no_access(generation: int, part: Part, path: str) -> DamagedFile:
 def generations_of(damaged: Iterable[DamagedFile]) -> list[int]:
     """The generations with damage, ascending, each once."""
     return sorted({file.generation for file in damaged})
-
-
-_Member = TypeVar("_Member", bound=StrEnum)
-
-
-def _member(kind: type[_Member], read: JsonFields, field: str, where: str) -> _Member:
-    text = read.text(field)
-    try:
-        return kind(text)
-    except ValueError:
-        known = ", ".join(member.value for member in kind)
-        path = f"{where}.{field}" if where else field
-        raise read.error(
-            f"damaged file field {path!r} is {text!r}, expected one of {known}"
-        ) from None

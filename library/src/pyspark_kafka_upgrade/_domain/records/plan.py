@@ -24,6 +24,14 @@ from pyspark_kafka_upgrade._domain.records.restart import RestartKind
 from pyspark_kafka_upgrade._domain.records.scans import PartitionScan, WaitingScan
 from pyspark_kafka_upgrade._domain.records.signature import PipelineSignature, SignatureError
 from pyspark_kafka_upgrade._domain.values.json_fields import JsonFields
+from pyspark_kafka_upgrade._domain.values.json_record import (
+    Field,
+    FormatVersion,
+    JsonRecord,
+    Shape,
+    Written,
+    read_record,
+)
 from pyspark_kafka_upgrade._domain.values.offsets import (
     InvalidOffsetsError,
     PartitionKey,
@@ -39,8 +47,37 @@ FORMAT_VERSION = 1
 WHAT = "upgrade plan"
 
 
+def _replay_filter(read: JsonFields, key: str) -> ReplayFilter:
+    try:
+        return ReplayFilter.parse(read.raw(key))
+    except PlanningError as error:
+        raise PlanFormatError(f"{WHAT} field {key!r}: {error}") from None
+
+
+def _signature(read: JsonFields, key: str) -> PipelineSignature | None:
+    """The signature planned for: a document of its own, refused as part of the plan."""
+    document = read.raw(key)
+    if document is None:
+        return None
+    if not isinstance(document, Mapping):
+        raise PlanFormatError(f"{WHAT} field {key!r} must be a JSON object")
+    try:
+        return PipelineSignature.from_json(document)
+    except SignatureError as error:
+        raise PlanFormatError(f"{WHAT} field {key!r}: {error}") from None
+
+
+_FORMAT = FormatVersion(
+    FORMAT_VERSION,
+    newer="the plan has format version {version}, newer than the {current} this version of "
+    "the pipeline reads: apply it with the version that wrote it",
+    older=WHAT + " format version {version} does not exist",
+    newer_error=PlanFormatVersionError,
+)
+
+
 @dataclass(frozen=True, slots=True)
-class ReplayScan:
+class ReplayScan(JsonRecord):
     """What the tightening scan of one partition's batch-level replay range counted."""
 
     batch_level_offset: int  # where the batch-level plan restarted it; the scan began here
@@ -61,31 +98,24 @@ class ReplayScan:
             replayed_records=scan.replayed_records,
         )
 
-    def to_json(self) -> dict[str, object]:
-        return {
-            "batch_level_offset": self.batch_level_offset,
-            "scanned_records": self.scanned_records,
-            "malformed_records": self.malformed_records,
-            "unsure_records": self.unsure_records,
-            "feeding_records": self.feeding_records,
-            "replayed_records": self.replayed_records,
-        }
-
-    @classmethod
-    def from_json(cls, read: JsonFields) -> Self:
-        return cls(
-            batch_level_offset=read.integer("batch_level_offset"),
-            scanned_records=read.integer("scanned_records"),
-            malformed_records=read.integer("malformed_records"),
-            unsure_records=read.integer("unsure_records"),
-            feeding_records=read.optional_integer("feeding_records"),
-            replayed_records=read.integer("replayed_records"),
-        )
-
 
 @dataclass(frozen=True, slots=True)
-class PartitionRestart:
-    """One partition: where both queries of the new generation start it, and why."""
+class PartitionRestart(JsonRecord):
+    """One partition: where both queries of the new generation start it, and why.
+
+    Its document holds its reason and counts; its offsets are in the plan's three offsets
+    texts (:meth:`_OffsetMaps.partition` reads it with them).
+    """
+
+    json_shape = Shape(
+        "topic",
+        "partition",
+        Field("kind", unknown=WHAT + " partition kind {value!r} is not one this version knows"),
+        "reason",
+        "lost_records",
+        "replay_scan",
+        "waiting_scan",
+    )
 
     topic: str
     partition: int
@@ -118,47 +148,6 @@ class PartitionRestart:
             return None
         return max(0, self.old_end_offset - self.restart_offset)
 
-    def to_json(self) -> dict[str, object]:
-        """Its reason and counts; its offsets are in the plan's three offsets texts."""
-        return {
-            "topic": self.topic,
-            "partition": self.partition,
-            "kind": self.kind.value,
-            "reason": self.reason,
-            "lost_records": self.lost_records,
-            "replay_scan": None if self.replay_scan is None else self.replay_scan.to_json(),
-            "waiting_scan": None if self.waiting_scan is None else self.waiting_scan.to_json(),
-        }
-
-    @classmethod
-    def from_json(cls, read: JsonFields, offsets: _OffsetMaps) -> Self:
-        topic, number = read.text("topic"), read.integer("partition")
-        kind = read.text("kind")
-        if kind not in set(RestartKind):
-            raise read.error(f"{WHAT} partition kind {kind!r} is not one this version knows")
-        replay, waiting = read.optional_child("replay_scan"), read.optional_child("waiting_scan")
-        key = (topic, number)
-        made = cls(
-            topic=topic,
-            partition=number,
-            restart_offset=offsets.restart.get(key),
-            quarantine_offset=offsets.quarantine.get(key),
-            old_end_offset=offsets.old_end.get(key),
-            kind=RestartKind(kind),
-            reason=read.text("reason"),
-            lost_records=read.integer("lost_records"),
-            replay_scan=None if replay is None else ReplayScan.from_json(replay),
-            waiting_scan=None if waiting is None else WaitingScan.from_json(key, waiting),
-        )
-        if (made.restart_offset is None) != (made.quarantine_offset is None):
-            raise read.error(
-                f"{WHAT}: {topic} partition {number} has a restart offset without a quarantine "
-                "offset or the other way round"
-            )
-        if made.restart_offset is None and made.old_end_offset is None:
-            raise read.error(f"{WHAT}: {topic} partition {number} is in no offsets text")
-        return made
-
 
 @dataclass(frozen=True, slots=True)
 class _OffsetMaps:
@@ -187,10 +176,66 @@ class _OffsetMaps:
     def partitions(self) -> list[PartitionKey]:
         return sorted(self.restart.keys() | self.old_end.keys())
 
+    def partition(self, read: JsonFields) -> PartitionRestart:
+        """One of the plan's partitions, with its offsets from these texts."""
+        topic, number = read.text("topic"), read.integer("partition")
+        key = (topic, number)
+        waiting = read.optional_child("waiting_scan")
+        made = read_record(
+            PartitionRestart,
+            read,
+            topic=topic,
+            partition=number,
+            restart_offset=self.restart.get(key),
+            quarantine_offset=self.quarantine.get(key),
+            old_end_offset=self.old_end.get(key),
+            waiting_scan=None
+            if waiting is None
+            else read_record(WaitingScan, waiting, partition=key),
+        )
+        if (made.restart_offset is None) != (made.quarantine_offset is None):
+            raise read.error(
+                f"{WHAT}: {topic} partition {number} has a restart offset without a quarantine "
+                "offset or the other way round"
+            )
+        if made.restart_offset is None and made.old_end_offset is None:
+            raise read.error(f"{WHAT}: {topic} partition {number} is in no offsets text")
+        return made
+
 
 @dataclass(frozen=True, slots=True)
-class UpgradePlan:
+class UpgradePlan(JsonRecord):
     """Everything the move from one generation to the next depends on (DESIGN, "Plan")."""
+
+    json_shape = Shape(
+        _FORMAT,
+        "pipeline",
+        "root",
+        "from_generation",
+        "to_generation",
+        "last_committed_batch",
+        "watermark_ms",
+        "window",
+        "restart_batch",
+        Field("replay_filter", write=ReplayFilter.describe, read=_replay_filter),
+        Written("restart_offsets", "starting_offsets"),
+        Written("quarantine_offsets", "quarantine_starting_offsets"),
+        Written("old_end_offsets", lambda plan: format_offsets(unflatten(plan.old_end_offsets))),
+        # The estimate DESIGN asks the plan to state; derived, and checked when read.
+        Written("records_to_replay"),
+        "late_before_event_ms",
+        "partitions",
+        "notes",
+        "advice",
+        "from_signature",
+        Field("to_signature", read=_signature),
+        "parser_digest",
+        "created_at_ms",
+        "applied_at_ms",
+        "consumed_at_ms",
+        what=WHAT,
+        error=PlanFormatError,
+    )
 
     pipeline: str
     root: str  # the pipeline root the generations' directories live under
@@ -284,82 +329,19 @@ class UpgradePlan:
         """This plan as ``plan --out`` wrote it: before apply and run stamped it."""
         return replace(self, applied_at_ms=None, consumed_at_ms=None)
 
-    def to_json(self) -> dict[str, object]:
-        return {
-            "format_version": self.format_version,
-            "pipeline": self.pipeline,
-            "root": self.root,
-            "from_generation": self.from_generation,
-            "to_generation": self.to_generation,
-            "last_committed_batch": self.last_committed_batch,
-            "watermark_ms": self.watermark_ms,
-            "window": {
-                "duration_ms": self.window.duration_ms,
-                "slide_ms": self.window.slide_ms,
-                "watermark_delay_ms": self.window.watermark_delay_ms,
-            },
-            "restart_batch": self.restart_batch,
-            "replay_filter": self.replay_filter.to_json(),
-            "restart_offsets": self.starting_offsets,
-            "quarantine_offsets": self.quarantine_starting_offsets,
-            "old_end_offsets": format_offsets(unflatten(self.old_end_offsets)),
-            # The estimate DESIGN asks the plan to state; derived, and checked when read.
-            "records_to_replay": self.records_to_replay,
-            "late_before_event_ms": self.late_before_event_ms,
-            "partitions": [each.to_json() for each in self.partitions],
-            "notes": list(self.notes),
-            "advice": self.advice.to_json(),
-            "from_signature": self.from_signature,
-            "to_signature": None if self.to_signature is None else self.to_signature.to_json(),
-            "parser_digest": self.parser_digest,
-            "created_at_ms": self.created_at_ms,
-            "applied_at_ms": self.applied_at_ms,
-            "consumed_at_ms": self.consumed_at_ms,
-        }
-
     @classmethod
-    def from_json(cls, data: Mapping[str, object]) -> Self:
+    def from_json(cls, data: object) -> Self:
         read = JsonFields(data, WHAT, PlanFormatError)
         if not read.has("format_version") and read.has("restart"):
             return cls._legacy(read)
-        version = read.integer("format_version")
-        if version > FORMAT_VERSION:
-            raise PlanFormatVersionError(
-                f"the plan has format version {version}, newer than the {FORMAT_VERSION} this "
-                "version of the pipeline reads: apply it with the version that wrote it"
-            )
-        if version < 1:
-            raise PlanFormatError(f"{WHAT} format version {version} does not exist")
+        version = _FORMAT.read(read)
         offsets = _OffsetMaps.read(read)
-        partitions = tuple(
-            PartitionRestart.from_json(p, offsets) for p in read.children("partitions")
-        )
+        partitions = tuple(offsets.partition(p) for p in read.children("partitions"))
         if [p.key for p in partitions] != offsets.partitions():
             raise PlanFormatError(
                 f"{WHAT}: the partitions listed are not those its offsets texts name"
             )
-        plan = cls(
-            pipeline=read.text("pipeline"),
-            root=read.text("root"),
-            from_generation=read.integer("from_generation"),
-            to_generation=read.integer("to_generation"),
-            last_committed_batch=read.integer("last_committed_batch"),
-            watermark_ms=read.integer("watermark_ms"),
-            window=_window(read.child("window")),
-            restart_batch=read.optional_integer("restart_batch"),
-            replay_filter=_replay_filter(read.raw("replay_filter")),
-            late_before_event_ms=read.optional_integer("late_before_event_ms"),
-            partitions=partitions,
-            notes=tuple(read.texts("notes")),
-            advice=Advice.from_json(read.child("advice")),
-            from_signature=read.text("from_signature"),
-            to_signature=_signature(read),
-            parser_digest=read.optional_text("parser_digest"),
-            created_at_ms=read.integer("created_at_ms"),
-            applied_at_ms=read.optional_integer("applied_at_ms"),
-            consumed_at_ms=read.optional_integer("consumed_at_ms"),
-            format_version=version,
-        )
+        plan = read_record(cls, read, format_version=version, partitions=partitions)
         if read.optional_integer("records_to_replay") != plan.records_to_replay:
             raise PlanFormatError(
                 f"{WHAT}: records_to_replay is {read.raw('records_to_replay')!r}, but its "
@@ -422,7 +404,7 @@ class UpgradePlan:
             to_generation=to_generation,
             last_committed_batch=read.integer("last_committed_batch"),
             watermark_ms=read.integer("watermark_ms"),
-            window=_window(restart.child("window")),
+            window=read_record(WindowSpec, restart.child("window")),
             restart_batch=restart_batch,
             replay_filter=ReplayFilter(
                 window_end_after_ms=read.optional_integer("replay_after_ms"),
@@ -431,7 +413,7 @@ class UpgradePlan:
             late_before_event_ms=read.optional_integer("late_before_event_ms"),
             partitions=tuple(partitions),
             notes=tuple(restart.texts("notes")),
-            advice=Advice.from_json(read.child("advice")),
+            advice=read_record(Advice, read.child("advice")),
             from_signature="",
             to_signature=None,
             parser_digest=None,
@@ -441,35 +423,8 @@ class UpgradePlan:
         )
 
 
-def _window(read: JsonFields) -> WindowSpec:
-    return WindowSpec(
-        duration_ms=read.integer("duration_ms"),
-        slide_ms=read.integer("slide_ms"),
-        watermark_delay_ms=read.integer("watermark_delay_ms"),
-    )
-
-
-def _replay_filter(text: object) -> ReplayFilter:
-    try:
-        return ReplayFilter.from_json(text)
-    except PlanningError as error:
-        raise PlanFormatError(f"{WHAT} field 'replay_filter': {error}") from None
-
-
 def _offsets(read: JsonFields, field: str) -> dict[PartitionKey, int]:
     try:
         return flatten(parse_offsets(read.text(field), what=field))
     except InvalidOffsetsError as error:
         raise PlanFormatError(f"{WHAT} field {field!r}: {error}") from None
-
-
-def _signature(read: JsonFields) -> PipelineSignature | None:
-    document = read.raw("to_signature")
-    if document is None:
-        return None
-    if not isinstance(document, Mapping):
-        raise PlanFormatError(f"{WHAT} field 'to_signature' must be a JSON object")
-    try:
-        return PipelineSignature.from_json(document)
-    except SignatureError as error:
-        raise PlanFormatError(f"{WHAT} field 'to_signature': {error}") from None

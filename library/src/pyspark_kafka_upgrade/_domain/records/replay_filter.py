@@ -81,11 +81,9 @@ class ReplayFilter:
             terms.append(f"window.end > {ms}" + (f" (W = {watermark_text(ms)})" if named else ""))
         return " and ".join(terms) or NO_FILTER
 
-    def to_json(self) -> str:
-        return self.describe()
-
     @classmethod
-    def from_json(cls, text: object) -> Self:
+    def parse(cls, text: object) -> Self:
+        """The filter a description names: its JSON form, read back."""
         if not isinstance(text, str):
             raise PlanningError(f"a replay filter is a text, got {type(text).__name__}")
         if text == NO_FILTER:

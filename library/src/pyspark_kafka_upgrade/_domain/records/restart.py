@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from pyspark_kafka_upgrade._domain.records.history import EARLIEST
-from pyspark_kafka_upgrade._domain.records.scans import TighteningSummary
+from pyspark_kafka_upgrade._domain.records.scans import PARTITION_KEYS, TighteningSummary
+from pyspark_kafka_upgrade._domain.values.json_record import JsonRecord, Shape, Written
 from pyspark_kafka_upgrade._domain.values.offsets import PartitionKey, format_offsets, unflatten
 from pyspark_kafka_upgrade._domain.values.validation import WindowSpec
 from pyspark_kafka_upgrade._domain.values.windows import earliest_open_event_ms
@@ -30,8 +31,16 @@ class RestartKind(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
-class PartitionPlan:
+class PartitionPlan(JsonRecord):
     """Where one partition restarts, and why."""
+
+    json_shape = Shape(
+        PARTITION_KEYS,
+        "restart_offset",
+        "end_offset",
+        Written("records_to_replay"),
+        "reason",
+    )
 
     partition: PartitionKey
     restart_offset: int  # EARLIEST when no one recorded where the old query started it
@@ -46,21 +55,27 @@ class PartitionPlan:
             return None
         return max(0, self.end_offset - self.restart_offset)
 
-    def to_json(self) -> dict[str, object]:
-        topic, number = self.partition
-        return {
-            "topic": topic,
-            "partition": number,
-            "restart_offset": self.restart_offset,
-            "end_offset": self.end_offset,
-            "records_to_replay": self.records_to_replay,
-            "reason": self.reason,
-        }
-
 
 @dataclass(frozen=True, slots=True)
-class RestartPlan:
+class RestartPlan(JsonRecord):
     """Where a new generation restarts, with the reasons, ready for JSON and for sentences."""
+
+    json_shape = Shape(
+        "last_committed_batch",
+        "watermark_ms",
+        Written("replay_after_ms", "watermark_ms"),
+        Written("replay_filter", lambda plan: f"window.end > {plan.watermark_ms}"),
+        "window",
+        "earliest_open_event_ms",
+        "restart_batch",
+        Written("restart_offsets", "starting_offsets"),
+        Written("end_offsets", lambda plan: format_offsets(unflatten(plan.end_offsets))),
+        Written("records_to_replay"),
+        "partitions",
+        "notes",
+        "data_loss",
+        "tightening",
+    )
 
     window: WindowSpec
     last_committed_batch: int
@@ -94,28 +109,6 @@ class RestartPlan:
     def starting_offsets(self) -> str:
         """The canonical offsets text for Spark's ``startingOffsets``."""
         return format_offsets(unflatten(self.restart_offsets))
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "last_committed_batch": self.last_committed_batch,
-            "watermark_ms": self.watermark_ms,
-            "replay_after_ms": self.watermark_ms,
-            "replay_filter": f"window.end > {self.watermark_ms}",
-            "window": {
-                "duration_ms": self.window.duration_ms,
-                "slide_ms": self.window.slide_ms,
-                "watermark_delay_ms": self.window.watermark_delay_ms,
-            },
-            "earliest_open_event_ms": self.earliest_open_event_ms,
-            "restart_batch": self.restart_batch,
-            "restart_offsets": self.starting_offsets,
-            "end_offsets": format_offsets(unflatten(self.end_offsets)),
-            "records_to_replay": self.records_to_replay,
-            "partitions": [plan.to_json() for plan in self.partitions],
-            "notes": list(self.notes),
-            "data_loss": [loss.to_json() for loss in self.data_loss],
-            "tightening": None if self.tightening is None else self.tightening.to_json(),
-        }
 
     def explain(self) -> list[str]:
         """The plan as sentences: the reasoning, then each partition."""
@@ -177,8 +170,15 @@ def reasoning(
 
 
 @dataclass(frozen=True, slots=True)
-class RetentionLoss:
+class RetentionLoss(JsonRecord):
     """Records a restart needs that the broker has already deleted."""
+
+    json_shape = Shape(
+        PARTITION_KEYS,
+        "needed_offset",
+        "earliest_available",
+        Written("lost_records"),
+    )
 
     partition: PartitionKey
     needed_offset: int
@@ -194,13 +194,3 @@ class RetentionLoss:
             f"topic {topic} partition {number} needs offset {self.needed_offset}, the earliest "
             f"available is {self.earliest_available} ({self.lost_records} records lost)"
         )
-
-    def to_json(self) -> dict[str, object]:
-        topic, number = self.partition
-        return {
-            "topic": topic,
-            "partition": number,
-            "needed_offset": self.needed_offset,
-            "earliest_available": self.earliest_available,
-            "lost_records": self.lost_records,
-        }

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Final
 
-from pyspark_kafka_upgrade._domain.values.json_fields import JsonFields
+from pyspark_kafka_upgrade._domain.values.json_record import JsonRecord, Shape, Spread, Written
 from pyspark_kafka_upgrade._domain.values.offsets import PartitionKey
 
 
@@ -35,6 +35,10 @@ EventTime = int | None | Unsure
 Record = tuple[int, EventTime]
 
 
+# A partition's key as documents write it: its topic and its number, each under its own key.
+PARTITION_KEYS = Spread("partition", "topic", "partition")
+
+
 # For one partition and a half-open offset range [start, end): its records, in offset order.
 Scan = Callable[[PartitionKey, int, int], Iterable[Record]]
 
@@ -49,8 +53,20 @@ class ScanRange:
 
 
 @dataclass(frozen=True, slots=True)
-class PartitionScan:
+class PartitionScan(JsonRecord):
     """What a scan of one partition's batch-level replay range found."""
+
+    json_shape = Shape(
+        PARTITION_KEYS,
+        "batch_level_offset",
+        "tightened_offset",
+        "end_offset",
+        "scanned_records",
+        "malformed_records",
+        "replayed_records",
+        "feeding_records",
+        "unsure_records",
+    )
 
     partition: PartitionKey
     batch_level_offset: int
@@ -68,25 +84,19 @@ class PartitionScan:
     def first_feeding_offset(self) -> int | None:
         return None if self.tightened_offset >= self.end_offset else self.tightened_offset
 
-    def to_json(self) -> dict[str, object]:
-        topic, number = self.partition
-        return {
-            "topic": topic,
-            "partition": number,
-            "batch_level_offset": self.batch_level_offset,
-            "tightened_offset": self.tightened_offset,
-            "end_offset": self.end_offset,
-            "scanned_records": self.scanned_records,
-            "malformed_records": self.malformed_records,
-            "replayed_records": self.replayed_records,
-            "feeding_records": self.feeding_records,
-            "unsure_records": self.unsure_records,
-        }
-
 
 @dataclass(frozen=True, slots=True)
-class TighteningSummary:
+class TighteningSummary(JsonRecord):
     """Replay amplification before and after the per-partition scan."""
+
+    json_shape = Shape(
+        Written("batch_level_records"),
+        Written("replayed_records"),
+        Written("feeding_records"),
+        Written("amplification"),
+        Written("batch_level_amplification"),
+        "partitions",
+    )
 
     partitions: tuple[PartitionScan, ...]
 
@@ -112,16 +122,6 @@ class TighteningSummary:
     def batch_level_amplification(self) -> float | None:
         return _ratio(self.batch_level_records, self.feeding_records)
 
-    def to_json(self) -> dict[str, object]:
-        return {
-            "batch_level_records": self.batch_level_records,
-            "replayed_records": self.replayed_records,
-            "feeding_records": self.feeding_records,
-            "amplification": self.amplification,
-            "batch_level_amplification": self.batch_level_amplification,
-            "partitions": [scan.to_json() for scan in self.partitions],
-        }
-
 
 def _ratio(numerator: int, denominator: int | None) -> float | None:
     if denominator is None or denominator == 0:
@@ -130,8 +130,20 @@ def _ratio(numerator: int, denominator: int | None) -> float | None:
 
 
 @dataclass(frozen=True, slots=True)
-class WaitingScan:
-    """One partition's records waiting after the old generation's end, as a scan found them."""
+class WaitingScan(JsonRecord):
+    """One partition's records waiting after the old generation's end, as a scan found them.
+
+    Its document leaves the partition out: the partition it is part of names it.
+    """
+
+    json_shape = Shape(
+        "start_offset",
+        "end_offset",
+        "scanned_records",
+        "malformed_records",
+        "unsure_records",
+        "late_records",
+    )
 
     partition: PartitionKey
     start_offset: int  # the old generation's end offset (for a new partition, where it starts)
@@ -140,26 +152,3 @@ class WaitingScan:
     malformed_records: int  # never late: they go to the quarantine
     unsure_records: int  # could not be judged without Spark: not counted as late
     late_records: int
-
-    @classmethod
-    def from_json(cls, partition: PartitionKey, read: JsonFields) -> WaitingScan:
-        """The scan of ``partition`` from its ``to_json`` form, which leaves the key out."""
-        return cls(
-            partition=partition,
-            start_offset=read.integer("start_offset"),
-            end_offset=read.integer("end_offset"),
-            scanned_records=read.integer("scanned_records"),
-            malformed_records=read.integer("malformed_records"),
-            unsure_records=read.integer("unsure_records"),
-            late_records=read.integer("late_records"),
-        )
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "start_offset": self.start_offset,
-            "end_offset": self.end_offset,
-            "scanned_records": self.scanned_records,
-            "malformed_records": self.malformed_records,
-            "unsure_records": self.unsure_records,
-            "late_records": self.late_records,
-        }

@@ -13,10 +13,15 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Self
 
 from pyspark_kafka_upgrade._domain.errors import PipelineError
-from pyspark_kafka_upgrade._domain.values.json_fields import JsonFields
+from pyspark_kafka_upgrade._domain.values.json_record import (
+    Field,
+    FormatVersion,
+    Group,
+    JsonRecord,
+    Shape,
+)
 from pyspark_kafka_upgrade._domain.values.validation import WindowSpec
 
 OUTPUT_MODE = "append"
@@ -24,6 +29,9 @@ OUTPUT_MODE = "append"
 # format 1, and lacks them.
 FORMAT_VERSION = 2
 FORMAT_KEY = "format_version"
+# The recorded signature's key for what earlier runs on the checkpoint ran with.
+HISTORY = "history"
+MAX_WATERMARK_DELAY_MS = "max_watermark_delay_ms"
 
 
 class SignatureError(PipelineError):
@@ -57,10 +65,38 @@ class Aggregate:
 
 
 @dataclass(frozen=True, slots=True)
-class PipelineSignature:
+class PipelineSignature(JsonRecord):
     """Sources and topics, events, event time, window, keys, aggregates, output schema, the
     query's code, sink, mode, Spark version; and the window history of the checkpoint it was
     recorded for."""
+
+    json_shape = Shape(
+        FormatVersion(
+            FORMAT_VERSION,
+            key=FORMAT_KEY,
+            absent=1,
+            newer="the signature has format version {version}, newer than the {current} this "
+            "version of the library reads: upgrade pyspark-kafka-upgrade",
+        ),
+        "sources",
+        Field("events", absent=()),
+        Group(
+            "event_time",
+            Field("event_time_source", key="source"),
+            Field("event_time_field", key="field"),
+        ),
+        "window",
+        "grouping_keys",
+        "aggregates",
+        "output_schema",
+        Field("query", absent=None),
+        Group("sink", Field("sink_format", key="format"), Field("sink_path", key="path")),
+        "output_mode",
+        "spark_version",
+        Group(HISTORY, MAX_WATERMARK_DELAY_MS, optional=True),
+        what="signature",
+        error=SignatureError,
+    )
 
     sources: tuple[SourceSignature, ...]
     event_time_source: str
@@ -81,85 +117,6 @@ class PipelineSignature:
     # The longest watermark delay any run on the checkpoint used; None: none recorded yet.
     max_watermark_delay_ms: int | None = None
 
-    def to_json(self) -> dict[str, object]:
-        document: dict[str, object] = {
-            FORMAT_KEY: FORMAT_VERSION,
-            "sources": [
-                {"kind": s.kind, "connector": s.connector, "topics": list(s.topics)}
-                for s in self.sources
-            ],
-            "events": [
-                {"name": e.name, "type": e.type, "required": e.required} for e in self.events
-            ],
-            "event_time": {"source": self.event_time_source, "field": self.event_time_field},
-            "window": {
-                "duration_ms": self.window.duration_ms,
-                "slide_ms": self.window.slide_ms,
-                "watermark_delay_ms": self.window.watermark_delay_ms,
-            },
-            "grouping_keys": list(self.grouping_keys),
-            "aggregates": [{"name": a.name, "expression": a.expression} for a in self.aggregates],
-            "output_schema": [{"name": c.name, "type": c.type} for c in self.output_schema],
-            "query": self.query,
-            "sink": {"format": self.sink_format, "path": self.sink_path},
-            "output_mode": self.output_mode,
-            "spark_version": self.spark_version,
-        }
-        if self.max_watermark_delay_ms is not None:
-            document[HISTORY] = {MAX_WATERMARK_DELAY_MS: self.max_watermark_delay_ms}
-        return document
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, object]) -> Self:
-        read = JsonFields(data, "signature", SignatureError)
-        version = read.integer(FORMAT_KEY) if read.has(FORMAT_KEY) else 1
-        if version > FORMAT_VERSION:
-            raise SignatureError(
-                f"the signature has format version {version}, newer than the {FORMAT_VERSION} "
-                "this version of the library reads: upgrade pyspark-kafka-upgrade"
-            )
-        window, event_time, sink = (
-            read.child("window"),
-            read.child("event_time"),
-            read.child("sink"),
-        )
-        return cls(
-            sources=tuple(
-                SourceSignature(
-                    item.text("kind"), item.text("connector"), tuple(item.texts("topics"))
-                )
-                for item in read.children("sources")
-            ),
-            event_time_source=event_time.text("source"),
-            event_time_field=event_time.text("field"),
-            window=WindowSpec(
-                duration_ms=window.integer("duration_ms"),
-                slide_ms=window.integer("slide_ms"),
-                watermark_delay_ms=window.integer("watermark_delay_ms"),
-            ),
-            grouping_keys=tuple(read.texts("grouping_keys")),
-            aggregates=tuple(
-                Aggregate(item.text("name"), item.text("expression"))
-                for item in read.children("aggregates")
-            ),
-            output_schema=tuple(
-                Column(item.text("name"), item.text("type"))
-                for item in read.children("output_schema")
-            ),
-            sink_format=sink.text("format"),
-            sink_path=sink.text("path"),
-            output_mode=read.text("output_mode"),
-            spark_version=read.text("spark_version"),
-            events=tuple(
-                EventColumn(item.text("name"), item.text("type"), item.boolean("required"))
-                for item in (read.children("events") if read.has("events") else ())
-            ),
-            query=read.optional_text("query") if read.has("query") else None,
-            max_watermark_delay_ms=read.child(HISTORY).integer(MAX_WATERMARK_DELAY_MS)
-            if read.has(HISTORY)
-            else None,
-        )
-
     def digest(self) -> str:
         """A short fingerprint of what the advisor compares: equal digests, same pipeline."""
         return signature_digest(self.to_json())
@@ -177,13 +134,6 @@ def signature_digest(document: Mapping[str, object]) -> str:
     compared = {key: value for key, value in document.items() if key not in (HISTORY, FORMAT_KEY)}
     text = json.dumps(compared, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return "sha256:" + hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
-# The recorded signature's key for what earlier runs on the checkpoint ran with.
-HISTORY = "history"
-
-
-MAX_WATERMARK_DELAY_MS = "max_watermark_delay_ms"
 
 
 def with_history(

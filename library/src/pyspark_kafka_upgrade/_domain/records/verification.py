@@ -9,9 +9,8 @@ back).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Self
 
 from pyspark_kafka_upgrade._domain.errors import PipelineError
 from pyspark_kafka_upgrade._domain.records.damage import DamagedFile
@@ -20,12 +19,49 @@ from pyspark_kafka_upgrade._domain.records.ledger import GenerationStatus
 from pyspark_kafka_upgrade._domain.records.plan import UpgradePlan
 from pyspark_kafka_upgrade._domain.records.signature import PipelineSignature
 from pyspark_kafka_upgrade._domain.values.json_fields import JsonFields
+from pyspark_kafka_upgrade._domain.values.json_record import (
+    Field,
+    FormatVersion,
+    JsonRecord,
+    Shape,
+    Written,
+)
 
 FORMAT_VERSION = 1
 
 
 class VerifyReportError(PipelineError):
     """A verify report document that is not one: the message names the field."""
+
+
+def _list(value: object, name: str) -> list[object]:
+    if not isinstance(value, list):
+        raise VerifyReportError(
+            f"verify report field {name!r} must be a JSON list, got {type(value).__name__}"
+        )
+    return value
+
+
+def _integers(read: JsonFields, key: str) -> tuple[int, ...]:
+    items = _list(read.raw(key), key)
+    if not all(type(item) is int for item in items):
+        raise VerifyReportError(f"verify report field {key!r} must be a list of integers")
+    return tuple(item for item in items if type(item) is int)
+
+
+def _counts(read: JsonFields, key: str) -> dict[str, int]:
+    counts = read.mapping(key)
+    for status, count in counts.items():
+        if type(count) is not int or count < 0:
+            raise VerifyReportError(
+                f"verify report field 'counts' has {count!r} windows {status!r}; expected a count"
+            )
+    return {status: count for status, count in counts.items() if type(count) is int}
+
+
+def _findings(read: JsonFields, key: str) -> tuple[WindowFinding, ...]:
+    # Each finding is read as a document of its own: its messages name its own fields.
+    return tuple(WindowFinding.from_json(item) for item in _list(read.raw(key), key))
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,8 +133,25 @@ class EventRef:
 
 
 @dataclass(frozen=True, slots=True)
-class WindowFinding:
+class WindowFinding(JsonRecord):
     """One window and key that is not exact, with the events behind it."""
+
+    json_shape = Shape(
+        "window_start_ms",
+        "window_end_ms",
+        "keys",
+        Field(
+            "status", unknown="verify report field 'status' is {value!r}, expected one of {allowed}"
+        ),
+        "owner",
+        Field("writers", read=_integers),
+        "expected",
+        "written",
+        "events",
+        "more_events",
+        what="window finding",
+        error=VerifyReportError,
+    )
 
     window_start_ms: int
     window_end_ms: int
@@ -110,43 +163,6 @@ class WindowFinding:
     written: Mapping[str, object] | None
     events: tuple[EventRef, ...] = ()
     more_events: int = 0  # events behind it not listed
-
-    def to_json(self) -> dict[str, object]:
-        document = asdict(self)
-        document["status"] = self.status.value
-        document["keys"] = dict(self.keys)
-        document["expected"] = dict(self.expected)
-        document["written"] = None if self.written is None else dict(self.written)
-        document["writers"] = list(self.writers)
-        document["events"] = [asdict(event) for event in self.events]
-        return document
-
-    @classmethod
-    def from_json(cls, data: object) -> Self:
-        read = JsonFields(data, "window finding", VerifyReportError)
-        written = read.raw("written")
-        return cls(
-            window_start_ms=read.integer("window_start_ms"),
-            window_end_ms=read.integer("window_end_ms"),
-            keys=read.mapping("keys"),
-            status=_status(read.text("status")),
-            owner=read.optional_integer("owner"),
-            writers=tuple(_integers(read.raw("writers"), "writers")),
-            expected=read.mapping("expected"),
-            written=None if written is None else read.mapping("written"),
-            events=tuple(
-                EventRef(
-                    topic=item.text("topic"),
-                    partition=item.integer("partition"),
-                    offset=item.integer("offset"),
-                    event_time_ms=item.integer("event_time_ms"),
-                    state=item.text("state"),
-                    batch_id=item.optional_integer("batch_id"),
-                )
-                for item in read.children("events")
-            ),
-            more_events=read.integer("more_events"),
-        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,8 +184,35 @@ class DeletedRange:
 
 
 @dataclass(frozen=True, slots=True)
-class VerifyReport:
+class VerifyReport(JsonRecord):
     """The reconciliation of the written output against the source, for one event-time range."""
+
+    json_shape = Shape(
+        "pipeline",
+        "from_ms",
+        "to_ms",
+        Field("generations", read=_integers),
+        Field("counts", read=_counts),
+        Field("findings", read=_findings),
+        "more_findings",
+        "events_read",
+        "late_events",
+        "quarantined",
+        "quarantined_sample",
+        "deleted",
+        "notes",
+        FormatVersion(
+            FORMAT_VERSION,
+            newer="the verify report has format version {version}, newer than the {current} "
+            "this version of the library reads",
+            older="verify report format_version {version} is not one",
+        ),
+        "offsets_read",
+        Field("damaged", absent=()),
+        Written("ok"),
+        what="verify report",
+        error=VerifyReportError,
+    )
 
     pipeline: str
     from_ms: int
@@ -215,104 +258,3 @@ class VerifyReport:
         could not be classified is said, and does not fail the check)."""
         failing = any(self.count(status) for status in Status if status.fails)
         return not failing and not self.damaged
-
-    def to_json(self) -> dict[str, object]:
-        document = asdict(self)
-        document["counts"] = {status.value: self.count(status) for status in Status}
-        document["findings"] = [finding.to_json() for finding in self.findings]
-        document["generations"] = list(self.generations)
-        document["quarantined_sample"] = [asdict(record) for record in self.quarantined_sample]
-        document["deleted"] = [asdict(gone) for gone in self.deleted]
-        document["notes"] = list(self.notes)
-        document["damaged"] = [file.to_json() for file in self.damaged]
-        document["ok"] = self.ok
-        return document
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, object]) -> Self:
-        read = JsonFields(data, "verify report", VerifyReportError)
-        version = read.integer("format_version")
-        if version < 1:
-            raise VerifyReportError(f"verify report format_version {version} is not one")
-        if version > FORMAT_VERSION:
-            raise VerifyReportError(
-                f"the verify report has format version {version}, newer than the "
-                f"{FORMAT_VERSION} this version of the library reads"
-            )
-        return cls(
-            pipeline=read.text("pipeline"),
-            from_ms=read.integer("from_ms"),
-            to_ms=read.optional_integer("to_ms"),
-            generations=tuple(_integers(read.raw("generations"), "generations")),
-            counts=_counts(read.mapping("counts")),
-            findings=tuple(
-                WindowFinding.from_json(item) for item in _list(read.raw("findings"), "findings")
-            ),
-            more_findings=read.integer("more_findings"),
-            events_read=read.integer("events_read"),
-            late_events=read.integer("late_events"),
-            quarantined=read.integer("quarantined"),
-            quarantined_sample=tuple(
-                QuarantinedRecord(
-                    item.text("topic"),
-                    item.integer("partition"),
-                    item.integer("offset"),
-                    item.text("reason"),
-                )
-                for item in read.children("quarantined_sample")
-            ),
-            deleted=tuple(
-                DeletedRange(
-                    item.text("topic"),
-                    item.integer("partition"),
-                    item.integer("first"),
-                    item.integer("end"),
-                )
-                for item in read.children("deleted")
-            ),
-            notes=tuple(read.texts("notes")),
-            format_version=version,
-            offsets_read=read.mapping("offsets_read"),
-            damaged=_damaged(read) if read.has("damaged") else (),
-        )
-
-
-def _damaged(read: JsonFields) -> tuple[DamagedFile, ...]:
-    return tuple(
-        DamagedFile.from_json(item, error=VerifyReportError, where=f"damaged[{index}]")
-        for index, item in enumerate(read.items("damaged"))
-    )
-
-
-def _list(value: object, name: str) -> list[object]:
-    if not isinstance(value, list):
-        raise VerifyReportError(
-            f"verify report field {name!r} must be a JSON list, got {type(value).__name__}"
-        )
-    return value
-
-
-def _integers(value: object, name: str) -> list[int]:
-    items = _list(value, name)
-    if not all(type(item) is int for item in items):
-        raise VerifyReportError(f"verify report field {name!r} must be a list of integers")
-    return [item for item in items if type(item) is int]
-
-
-def _counts(counts: Mapping[str, object]) -> dict[str, int]:
-    for status, count in counts.items():
-        if type(count) is not int or count < 0:
-            raise VerifyReportError(
-                f"verify report field 'counts' has {count!r} windows {status!r}; expected a count"
-            )
-    return {status: count for status, count in counts.items() if type(count) is int}
-
-
-def _status(text: str) -> Status:
-    try:
-        return Status(text)
-    except ValueError:
-        known = ", ".join(status.value for status in Status)
-        raise VerifyReportError(
-            f"verify report field 'status' is {text!r}, expected one of {known}"
-        ) from None

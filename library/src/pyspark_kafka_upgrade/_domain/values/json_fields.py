@@ -1,15 +1,21 @@
 """Typed reads of a JSON document's fields, so a bad document fails with the field's path.
 
 The documents that cross modules (an upgrade plan, a pipeline signature) are typed records
-with ``to_json``/``from_json``; their ``from_json`` reads through this, and each says which
-error names its own kind of document.
+read by ``json_record`` through this; each says which error names its own kind of document.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from enum import Enum
+from typing import TypeVar
 
 from pyspark_kafka_upgrade._domain.errors import PipelineError
+
+_Member = TypeVar("_Member", bound=Enum)
+
+# How an enum value a document may not hold is refused, unless its field words it otherwise.
+UNKNOWN_MEMBER = "{what} field {path!r} is {value!r}, expected one of {allowed}"
 
 
 class JsonFields:
@@ -70,6 +76,19 @@ class JsonFields:
             raise self._wrong(key, "true or false", value)
         return value
 
+    def member(self, key: str, kind: type[_Member], unknown: str = UNKNOWN_MEMBER) -> _Member:
+        """The member of ``kind`` a string field names; ``unknown`` words the refusal of
+        another (with ``what``, ``path``, ``value`` and ``allowed`` in it)."""
+        value = self.text(key)
+        try:
+            return kind(value)
+        except ValueError:
+            allowed = ", ".join(str(member.value) for member in kind)
+            message = unknown.format(
+                what=self._what, path=self._path(key), value=value, allowed=allowed
+            )
+            raise self._error(message) from None
+
     def mapping(self, key: str) -> dict[str, object]:
         """A JSON object field as a plain dict, kept as it is (see ``child`` to read into it)."""
         value = self.raw(key)
@@ -80,8 +99,10 @@ class JsonFields:
     def optional_mapping(self, key: str) -> dict[str, object] | None:
         return None if self.raw(key) is None else self.mapping(key)
 
-    def child(self, key: str) -> JsonFields:
-        return JsonFields(self.raw(key), self._what, self._error, self._path(key))
+    def child(self, key: str, what: str | None = None) -> JsonFields:
+        """The object ``key`` holds; ``what`` names it when it is a document of its own kind
+        (a damaged file in a report), still failing with this document's error."""
+        return JsonFields(self.raw(key), what or self._what, self._error, self._path(key))
 
     def optional_child(self, key: str) -> JsonFields | None:
         return None if self.raw(key) is None else self.child(key)
@@ -98,8 +119,9 @@ class JsonFields:
             raise self._error(f"{self._what} field {self._path(key)!r} must list strings")
         return [str(value) for value in values]
 
-    def children(self, key: str) -> list[JsonFields]:
+    def children(self, key: str, what: str | None = None) -> list[JsonFields]:
+        """The objects the list ``key`` holds; ``what`` as for :meth:`child`."""
         return [
-            JsonFields(item, self._what, self._error, f"{self._path(key)}[{index}]")
+            JsonFields(item, what or self._what, self._error, f"{self._path(key)}[{index}]")
             for index, item in enumerate(self.items(key))
         ]
