@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 # Jinja's tojson escapes every ' as \u0027, so the raw string cannot be closed early.
@@ -56,17 +57,30 @@ def put_library_wheel() -> None:
     cached = WHEEL_CACHE / library_digest()
     if not any(cached.glob("*.whl")):
         print(f"Building the pyspark-kafka-upgrade wheel from {LIBRARY} (once per version)...")
-        staging = cached.with_name(cached.name + ".partial")
-        shutil.rmtree(staging, ignore_errors=True)
+        # A staging directory of this bake's own: two bakes at once (the template's suites
+        # run in two workers) each build, and the first rename wins; the other's is dropped.
+        WHEEL_CACHE.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f"{cached.name}.partial-", dir=WHEEL_CACHE))
         built = subprocess.run(
             [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir",
              str(staging), str(LIBRARY)],
             capture_output=True, text=True, timeout=BUILD_TIMEOUT_S, check=False,
         )  # fmt: skip
         if built.returncode != 0:
+            shutil.rmtree(staging, ignore_errors=True)
             sys.exit(f"ERROR: could not build the library's wheel: {built.stderr.strip()[-2000:]}")
-        shutil.rmtree(cached, ignore_errors=True)
-        staging.rename(cached)
+        if cached.exists() and not any(cached.glob("*.whl")):
+            # Left by an older hook that died mid-way: not a build anyone can use.
+            if cached.is_dir():
+                shutil.rmtree(cached)
+            else:
+                cached.unlink()
+        try:
+            staging.rename(cached)
+        except OSError:
+            if not any(cached.glob("*.whl")):
+                raise
+            shutil.rmtree(staging, ignore_errors=True)
     WHEELS.mkdir(exist_ok=True)
     for wheel in cached.glob("*.whl"):
         shutil.copy2(wheel, WHEELS / wheel.name)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import re
+import subprocess
 import tomllib
 import zipfile
 from pathlib import Path
@@ -13,9 +15,11 @@ import pyspark_kafka_upgrade
 import pytest
 from conftest import (
     ALL_COMBINATIONS,
+    BIN_DIR,
     CHOICE_FIELDS,
     CHOICES,
     TEMPLATE_DIR,
+    clean_template,
     combination_id,
 )
 from pyspark_kafka_upgrade._domain.values import catalog
@@ -158,6 +162,37 @@ def test_the_wheel_beside_the_project_is_the_library_it_pins(default_project: Pa
     assert catalog in names
     with zipfile.ZipFile(wheel) as archive:
         assert archive.read(catalog) == source.read_bytes()
+
+
+def test_two_bakes_at_once_build_the_wheel_into_one_cache_entry(tmp_path: Path) -> None:
+    # The template's suites bake in two workers at once; a team may too. Each bake builds in
+    # a staging directory of its own and the first to finish is kept (it once raced).
+    cache = tmp_path / "cache"
+    bakes = [
+        subprocess.Popen(
+            [
+                str(BIN_DIR / "cookiecutter"),
+                str(clean_template()),
+                "--no-input",
+                "-o",
+                str(tmp_path / f"out-{n}"),
+            ],
+            env={**os.environ, "XDG_CACHE_HOME": str(cache)},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for n in range(2)
+    ]
+    outputs = [bake.communicate(timeout=600)[0] for bake in bakes]
+    assert [bake.returncode for bake in bakes] == [0, 0], outputs
+    entries = sorted(
+        path.name for path in (cache / "cookiecutter-pyspark-kafka-upgrade" / "wheels").iterdir()
+    )
+    assert len(entries) == 1 and ".partial" not in entries[0], entries
+    wheels = [next((tmp_path / f"out-{n}").glob("*/wheels/*.whl")) for n in range(2)]
+    assert wheels[0].name == wheels[1].name
+    assert zipfile.ZipFile(wheels[0]).namelist() == zipfile.ZipFile(wheels[1]).namelist()
 
 
 @pytest.mark.parametrize("module", ["events.py", "query.py"])
