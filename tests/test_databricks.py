@@ -440,14 +440,14 @@ def test_the_upgrade_jobs_plan_and_apply_with_the_pipelines_settings(
 
 PARSE = """
 import json, sys
-from pyspark_kafka_upgrade import cli
+from pyspark_kafka_upgrade.cli._parser import parse_args
 from pyspark_kafka_upgrade._application import config_show as configuration
 from pyspark_kafka_upgrade._adapters.ledger.opening import installed_stores
 from {package}.pipeline import PROJECT
 
 report = {{}}
 for name, parameters in json.loads(sys.argv[1]).items():
-    args = cli.parse_args(PROJECT, parameters)
+    args = parse_args(PROJECT, parameters)
     settings = configuration.load(PROJECT, args.config, args.overrides).settings
     report[name] = {{
         "command": [args.command, getattr(args, "upgrade_command", None)],
