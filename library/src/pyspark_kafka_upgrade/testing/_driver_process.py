@@ -29,15 +29,7 @@ class DriverProcess:
     def __init__(self, arguments: Sequence[str], cwd: Path, module: str = MODULE) -> None:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
         self.command = [sys.executable, "-m", module, *arguments]
-        self.process = subprocess.Popen(
-            self.command,
-            cwd=cwd,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            start_new_session=True,  # its own process group: the JVM dies with it
-        )
+        self.process = _start_in_own_group(self.command, cwd=cwd, env=env, stderr=subprocess.STDOUT)
         self.lines: list[str] = []
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
@@ -89,6 +81,23 @@ class DriverProcess:
         return code
 
 
+def _start_in_own_group(
+    command: Sequence[str], *, cwd: Path, env: Mapping[str, str], stderr: int
+) -> subprocess.Popen[str]:
+    """Start ``command`` with its output piped, in a session and process group of its own:
+    killing the group kills every driver and JVM it started, and a Ctrl-C at the terminal
+    reaches the test run only."""
+    return subprocess.Popen(
+        list(command),
+        cwd=cwd,
+        env=dict(env),
+        stdout=subprocess.PIPE,
+        stderr=stderr,
+        text=True,
+        start_new_session=True,
+    )
+
+
 def _group_alive(group: int) -> bool:
     try:
         os.killpg(group, 0)
@@ -128,15 +137,7 @@ def sigterm_after_second_batch(
 
     It runs in a session of its own and is killed with its group if it outlives the test.
     """
-    driver = subprocess.Popen(
-        list(command),
-        cwd=cwd,
-        env=dict(env),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        start_new_session=True,
-    )
+    driver = _start_in_own_group(command, cwd=cwd, env=env, stderr=subprocess.DEVNULL)
     lines: list[str] = []
     reader = threading.Thread(target=lambda: lines.extend(driver.stdout or []), daemon=True)
     reader.start()
@@ -166,15 +167,7 @@ def run_in_own_group(
 ) -> subprocess.CompletedProcess[str]:
     """Run ``command`` to its end in a process group of its own, its output collected; on a
     timeout, kill the group: every driver and JVM it started (spark-submit's children)."""
-    process = subprocess.Popen(
-        list(command),
-        cwd=cwd,
-        env=dict(env),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
+    process = _start_in_own_group(command, cwd=cwd, env=env, stderr=subprocess.PIPE)
     try:
         stdout, stderr = process.communicate(timeout=timeout)
     finally:

@@ -14,6 +14,12 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import DictRow, dict_row
 
+from pyspark_kafka_upgrade._adapters.ledger.tables import (
+    BATCH_KEY,
+    GAP_COLUMNS,
+    GENERATION_COLUMNS,
+    first_schema,
+)
 from pyspark_kafka_upgrade._domain.records.ledger import (
     BATCH_FIELDS,
     BatchRecord,
@@ -42,58 +48,16 @@ _PLAIN_IDENTIFIER = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 # MIGRATIONS[n] takes the schema from version n to n + 1, in one transaction. {schema} is
 # filled in with psycopg.sql.Identifier, never by string formatting.
 MIGRATIONS: tuple[tuple[LiteralString, ...], ...] = (
-    (
-        """
-        CREATE TABLE {schema}.batches (
-            pipeline TEXT NOT NULL,
-            generation BIGINT NOT NULL,
-            batch_id BIGINT NOT NULL,
-            query_id TEXT NOT NULL,
-            run_id TEXT NOT NULL,
-            batch_timestamp_ms BIGINT NOT NULL,
-            start_offsets TEXT,
-            end_offsets TEXT NOT NULL,
-            batch_watermark_ms BIGINT NOT NULL,
-            input_rows BIGINT NOT NULL,
-            min_event_time_ms BIGINT,
-            max_event_time_ms BIGINT,
-            malformed_rows BIGINT NOT NULL,
-            recorded_at_ms BIGINT NOT NULL,
-            PRIMARY KEY (pipeline, generation, batch_id)
-        )
-        """,
-        """
-        CREATE TABLE {schema}.generations (
-            pipeline TEXT NOT NULL,
-            generation BIGINT NOT NULL,
-            status TEXT NOT NULL CHECK (status IN ('planned', 'running', 'retired')),
-            signature JSONB NOT NULL,
-            plan JSONB,
-            created_at_ms BIGINT NOT NULL,
-            updated_at_ms BIGINT NOT NULL,
-            PRIMARY KEY (pipeline, generation)
-        )
-        """,
-        """
-        CREATE TABLE {schema}.gaps (
-            id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-            pipeline TEXT NOT NULL,
-            generation BIGINT NOT NULL,
-            batch_id BIGINT,
-            reason TEXT NOT NULL,
-            recorded_at_ms BIGINT NOT NULL
-        )
-        """,
-        "CREATE INDEX gaps_by_generation ON {schema}.gaps (pipeline, generation)",
+    first_schema(
+        # {schema} is left in the text, for psycopg.sql.Identifier to fill in.
+        table_prefix="{schema}.",
+        integer="BIGINT",
+        json="JSONB",
+        gap_id="BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
     ),
 )
 assert len(MIGRATIONS) == LEDGER_SCHEMA_VERSION, "every schema version needs its migration"
 
-_BATCH_KEY = ("pipeline", "generation", "batch_id")
-_GENERATION_COLUMNS: LiteralString = (
-    "pipeline, generation, status, signature, plan, created_at_ms, updated_at_ms"
-)
-_GAP_COLUMNS: LiteralString = "pipeline, generation, batch_id, reason, recorded_at_ms"
 
 Connection: TypeAlias = psycopg.Connection[DictRow]
 
@@ -250,7 +214,7 @@ class PostgresOffsetStore(OffsetStore):
         updates = [
             sql.SQL("{0} = EXCLUDED.{0}").format(sql.Identifier(name))
             for name in BATCH_FIELDS
-            if name not in _BATCH_KEY
+            if name not in BATCH_KEY
         ]
         return sql.SQL(
             "INSERT INTO {table} ({columns}) VALUES ({values}) "
@@ -259,7 +223,7 @@ class PostgresOffsetStore(OffsetStore):
             table=self._table("batches"),
             columns=sql.SQL(", ").join(map(sql.Identifier, BATCH_FIELDS)),
             values=sql.SQL(", ").join(map(sql.Placeholder, BATCH_FIELDS)),
-            key=sql.SQL(", ").join(map(sql.Identifier, _BATCH_KEY)),
+            key=sql.SQL(", ").join(map(sql.Identifier, BATCH_KEY)),
             updates=sql.SQL(", ").join(updates),
         )
 
@@ -285,7 +249,7 @@ class PostgresOffsetStore(OffsetStore):
 
     def record_generation(self, record: GenerationRecord) -> None:
         query = sql.SQL(
-            "INSERT INTO {} (" + _GENERATION_COLUMNS + ") VALUES "
+            "INSERT INTO {} (" + GENERATION_COLUMNS + ") VALUES "
             "(%s, %s, %s, CAST(%s AS jsonb), CAST(%s AS jsonb), %s, %s) "
             "ON CONFLICT (pipeline, generation) DO UPDATE SET status = EXCLUDED.status, "
             "signature = EXCLUDED.signature, plan = EXCLUDED.plan, "
@@ -305,7 +269,7 @@ class PostgresOffsetStore(OffsetStore):
 
     def generations(self, pipeline: str) -> list[GenerationRecord]:
         query = sql.SQL(
-            "SELECT " + _GENERATION_COLUMNS + " FROM {} WHERE pipeline = %s ORDER BY generation"
+            "SELECT " + GENERATION_COLUMNS + " FROM {} WHERE pipeline = %s ORDER BY generation"
         ).format(self._table("generations"))
         with self._session("reading generations") as connection:
             rows = connection.execute(query, (pipeline,)).fetchall()
@@ -313,7 +277,7 @@ class PostgresOffsetStore(OffsetStore):
 
     def generation(self, pipeline: str, generation: int) -> GenerationRecord | None:
         query = sql.SQL(
-            "SELECT " + _GENERATION_COLUMNS + " FROM {} WHERE pipeline = %s AND generation = %s"
+            "SELECT " + GENERATION_COLUMNS + " FROM {} WHERE pipeline = %s AND generation = %s"
         ).format(self._table("generations"))
         with self._session("reading a generation") as connection:
             row = connection.execute(query, (pipeline, generation)).fetchone()
@@ -332,7 +296,7 @@ class PostgresOffsetStore(OffsetStore):
             raise GenerationNotFoundError(pipeline, generation)
 
     def record_gap(self, gap: LedgerGap) -> None:
-        query = sql.SQL("INSERT INTO {} (" + _GAP_COLUMNS + ") VALUES (%s, %s, %s, %s, %s)").format(
+        query = sql.SQL("INSERT INTO {} (" + GAP_COLUMNS + ") VALUES (%s, %s, %s, %s, %s)").format(
             self._table("gaps")
         )
         values = (gap.pipeline, gap.generation, gap.batch_id, gap.reason, gap.recorded_at_ms)
@@ -341,7 +305,7 @@ class PostgresOffsetStore(OffsetStore):
 
     def gaps(self, pipeline: str, generation: int | None = None) -> list[LedgerGap]:
         query = sql.SQL(
-            "SELECT " + _GAP_COLUMNS + " FROM {} WHERE pipeline = %(pipeline)s "
+            "SELECT " + GAP_COLUMNS + " FROM {} WHERE pipeline = %(pipeline)s "
             "AND (CAST(%(generation)s AS bigint) IS NULL OR generation = %(generation)s) "
             "ORDER BY recorded_at_ms, id"
         ).format(self._table("gaps"))

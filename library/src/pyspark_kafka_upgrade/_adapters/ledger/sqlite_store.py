@@ -9,6 +9,12 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
+from pyspark_kafka_upgrade._adapters.ledger.tables import (
+    BATCH_KEY,
+    GAP_COLUMNS,
+    GENERATION_COLUMNS,
+    first_schema,
+)
 from pyspark_kafka_upgrade._domain.records.ledger import (
     BATCH_FIELDS,
     BatchRecord,
@@ -29,68 +35,24 @@ from pyspark_kafka_upgrade._domain.values.clock import now_ms
 
 # MIGRATIONS[n] takes the schema from version n to n + 1, in one transaction.
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
-    (
-        """
-        CREATE TABLE batches (
-            pipeline TEXT NOT NULL,
-            generation INTEGER NOT NULL,
-            batch_id INTEGER NOT NULL,
-            query_id TEXT NOT NULL,
-            run_id TEXT NOT NULL,
-            batch_timestamp_ms INTEGER NOT NULL,
-            start_offsets TEXT,
-            end_offsets TEXT NOT NULL,
-            batch_watermark_ms INTEGER NOT NULL,
-            input_rows INTEGER NOT NULL,
-            min_event_time_ms INTEGER,
-            max_event_time_ms INTEGER,
-            malformed_rows INTEGER NOT NULL,
-            recorded_at_ms INTEGER NOT NULL,
-            PRIMARY KEY (pipeline, generation, batch_id)
-        )
-        """,
-        """
-        CREATE TABLE generations (
-            pipeline TEXT NOT NULL,
-            generation INTEGER NOT NULL,
-            status TEXT NOT NULL CHECK (status IN ('planned', 'running', 'retired')),
-            signature TEXT NOT NULL,
-            plan TEXT,
-            created_at_ms INTEGER NOT NULL,
-            updated_at_ms INTEGER NOT NULL,
-            PRIMARY KEY (pipeline, generation)
-        )
-        """,
-        """
-        CREATE TABLE gaps (
-            id INTEGER PRIMARY KEY AUTOINCREMENT,
-            pipeline TEXT NOT NULL,
-            generation INTEGER NOT NULL,
-            batch_id INTEGER,
-            reason TEXT NOT NULL,
-            recorded_at_ms INTEGER NOT NULL
-        )
-        """,
-        "CREATE INDEX gaps_by_generation ON gaps (pipeline, generation)",
+    first_schema(
+        table_prefix="", integer="INTEGER", json="TEXT", gap_id="INTEGER PRIMARY KEY AUTOINCREMENT"
     ),
 )
 assert len(MIGRATIONS) == LEDGER_SCHEMA_VERSION, "every schema version needs its migration"
 
-_BATCH_KEY = ("pipeline", "generation", "batch_id")
 _BATCH_COLUMNS = ", ".join(BATCH_FIELDS)
 _UPSERT_BATCH = (
     f"INSERT INTO batches ({_BATCH_COLUMNS}) VALUES ({', '.join('?' for _ in BATCH_FIELDS)}) "
-    f"ON CONFLICT ({', '.join(_BATCH_KEY)}) DO UPDATE SET "
-    + ", ".join(f"{name} = excluded.{name}" for name in BATCH_FIELDS if name not in _BATCH_KEY)
+    f"ON CONFLICT ({', '.join(BATCH_KEY)}) DO UPDATE SET "
+    + ", ".join(f"{name} = excluded.{name}" for name in BATCH_FIELDS if name not in BATCH_KEY)
 )
-_GENERATION_COLUMNS = "pipeline, generation, status, signature, plan, created_at_ms, updated_at_ms"
 _UPSERT_GENERATION = (
-    f"INSERT INTO generations ({_GENERATION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?) "
+    f"INSERT INTO generations ({GENERATION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?) "
     "ON CONFLICT (pipeline, generation) DO UPDATE SET status = excluded.status, "
     "signature = excluded.signature, plan = excluded.plan, "
     "created_at_ms = excluded.created_at_ms, updated_at_ms = excluded.updated_at_ms"
 )
-_GAP_COLUMNS = "pipeline, generation, batch_id, reason, recorded_at_ms"
 
 
 class SqliteOffsetStore(OffsetStore):
@@ -249,7 +211,7 @@ class SqliteOffsetStore(OffsetStore):
     def generations(self, pipeline: str) -> list[GenerationRecord]:
         rows = self._read(
             "reading generations",
-            f"SELECT {_GENERATION_COLUMNS} FROM generations WHERE pipeline = ? ORDER BY generation",
+            f"SELECT {GENERATION_COLUMNS} FROM generations WHERE pipeline = ? ORDER BY generation",
             (pipeline,),
         )
         return [_generation_from_row(row) for row in rows]
@@ -257,7 +219,7 @@ class SqliteOffsetStore(OffsetStore):
     def generation(self, pipeline: str, generation: int) -> GenerationRecord | None:
         rows = self._read(
             "reading a generation",
-            f"SELECT {_GENERATION_COLUMNS} FROM generations WHERE pipeline = ? AND generation = ?",
+            f"SELECT {GENERATION_COLUMNS} FROM generations WHERE pipeline = ? AND generation = ?",
             (pipeline, generation),
         )
         return _generation_from_row(rows[0]) if rows else None
@@ -277,14 +239,14 @@ class SqliteOffsetStore(OffsetStore):
     def record_gap(self, gap: LedgerGap) -> None:
         self._write(
             "recording a gap",
-            f"INSERT INTO gaps ({_GAP_COLUMNS}) VALUES (?, ?, ?, ?, ?)",
+            f"INSERT INTO gaps ({GAP_COLUMNS}) VALUES (?, ?, ?, ?, ?)",
             (gap.pipeline, gap.generation, gap.batch_id, gap.reason, gap.recorded_at_ms),
         )
 
     def gaps(self, pipeline: str, generation: int | None = None) -> list[LedgerGap]:
         rows = self._read(
             "reading gaps",
-            f"SELECT {_GAP_COLUMNS} FROM gaps WHERE pipeline = ? "
+            f"SELECT {GAP_COLUMNS} FROM gaps WHERE pipeline = ? "
             "AND (? IS NULL OR generation = ?) ORDER BY recorded_at_ms, id",
             (pipeline, generation, generation),
         )

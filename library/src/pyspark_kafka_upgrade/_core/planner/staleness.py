@@ -60,42 +60,47 @@ def what_moved(plan: UpgradePlan, facts: UpgradeFacts) -> list[str]:
 
 def level_moved(plan: UpgradePlan, level: BatchLevel) -> list[str]:
     """W and the replay filter the facts give now, against the plan's."""
-    moved = []
-    if level.restart.watermark_ms != plan.watermark_ms:
-        moved.append(
-            f"the facts now give W = {when(level.restart.watermark_ms)}, the plan "
-            f"{when(plan.watermark_ms)}"
-        )
-    if level.replay_filter != plan.replay_filter:
-        moved.append(
-            f"the replay filter would now be {level.replay_filter.describe()}, the plan's is "
-            f"{plan.replay_filter.describe()}"
-        )
-    return moved
+    watermark_ms, replay_filter = level.restart.watermark_ms, level.replay_filter
+    return _those_moved(
+        (
+            watermark_ms != plan.watermark_ms,
+            f"the facts now give W = {when(watermark_ms)}, the plan {when(plan.watermark_ms)}",
+        ),
+        (
+            replay_filter != plan.replay_filter,
+            f"the replay filter would now be {replay_filter.describe()}, the plan's is "
+            f"{plan.replay_filter.describe()}",
+        ),
+    )
 
 
 def _old_generation_moved(plan: UpgradePlan, facts: UpgradeFacts) -> list[str]:
-    moved = []
     generation = plan.from_generation
     last = facts.checkpoint.last_committed_batch
-    if last != plan.last_committed_batch:
-        moved.append(
-            f"generation {generation} committed up to batch {last} since the plan, which was "
-            f"made after batch {plan.last_committed_batch}"
-        )
     sink = facts.sink_last_batch
-    if sink is not None and sink > plan.last_committed_batch:
-        moved.append(
-            f"generation {generation}'s output holds batch {sink}, which the plan's checkpoint "
-            "never committed: a run was killed mid-commit since the plan"
-        )
     recorded = facts.old_signature_digest
-    if recorded != plan.from_signature:
-        moved.append(
+    return _those_moved(
+        (
+            last != plan.last_committed_batch,
+            f"generation {generation} committed up to batch {last} since the plan, which was "
+            f"made after batch {plan.last_committed_batch}",
+        ),
+        (
+            sink is not None and sink > plan.last_committed_batch,
+            f"generation {generation}'s output holds batch {sink}, which the plan's checkpoint "
+            "never committed: a run was killed mid-commit since the plan",
+        ),
+        (
+            recorded != plan.from_signature,
             f"the signature generation {generation} recorded changed since the plan "
-            f"({plan.from_signature}, now {recorded}): it ran again"
-        )
-    return moved
+            f"({plan.from_signature}, now {recorded}): it ran again",
+        ),
+    )
+
+
+def _those_moved(*checks: tuple[bool, str]) -> list[str]:
+    """The line of each check that found a difference, in the order given."""
+    return [line for moved, line in checks if moved]
 
 
 def _partitions_moved(plan: UpgradePlan, facts: UpgradeFacts) -> list[str]:

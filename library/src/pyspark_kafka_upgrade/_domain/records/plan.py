@@ -10,7 +10,7 @@ document of a newer format, or one that is not a plan, with one line naming the 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from typing import Self
 
 from pyspark_kafka_upgrade._domain.records.advice import Advice
@@ -89,14 +89,8 @@ class ReplayScan(JsonRecord):
 
     @classmethod
     def of(cls, scan: PartitionScan) -> Self:
-        return cls(
-            batch_level_offset=scan.batch_level_offset,
-            scanned_records=scan.scanned_records,
-            malformed_records=scan.malformed_records,
-            unsure_records=scan.unsure_records,
-            feeding_records=scan.feeding_records,
-            replayed_records=scan.replayed_records,
-        )
+        # Every field is one of the scan's, under the same name: the plan keeps its counts.
+        return cls(**{field.name: getattr(scan, field.name) for field in fields(cls)})
 
 
 @dataclass(frozen=True, slots=True)
