@@ -39,24 +39,26 @@ OLDEST_PROOFS = (
 )
 
 
-# The longest test here: `make test` runs it in a pytest-xdist worker of its own, beside one
-# that runs the other suites (the group below), which take about as long together.
+# The longest test here: `make test` runs it in one pytest-xdist worker (with the benchmarks),
+# beside one that runs the other suites ("other suites"), which take about as long together.
 @pytest.mark.xdist_group("library")
-def test_the_library_passes_its_lint_unit_and_integration_suites(
-    request: pytest.FixtureRequest,
-) -> None:
+def test_the_library_passes_its_integration_suite(kafka_image: str) -> None:
+    # kafka_image: tests/integration/test_container_backend.py starts containers of it.
     # In this environment, which holds the library's tools at its pins and the library
     # itself, editable: one virtualenv with pyspark fewer to build.
-    checks = run_tool(["make", "lint", "unit", f"VENV={sys.prefix}"], cwd=LIBRARY, env=ENV)
-    # tests/integration/test_container_backend.py starts containers of the Kafka image,
-    # which .ci/run builds in the background meanwhile: only now is it waited for.
-    request.getfixturevalue("kafka_image")
     result = run_tool(
         ["make", "integration", f"VENV={sys.prefix}"], cwd=LIBRARY, env=ENV, timeout=3000
     )
-    lines = check_suite_run("[library]", checks.stdout + result.stdout, CONNECTOR, (PARITY,))
+    lines = check_suite_run("[library]", result.stdout, CONNECTOR, (PARITY,))
     for test in (KILLS, PROOF):
         assert any(line.startswith(f"PASSED {test}") for line in lines), f"{test} did not pass"
+
+
+@pytest.mark.xdist_group("other suites")
+def test_the_library_passes_its_lint_and_unit_suites() -> None:
+    # Beside the integration suite, in the other worker: the two halves take about as long.
+    result = run_tool(["make", "lint", "unit", f"VENV={sys.prefix}"], cwd=LIBRARY, env=ENV)
+    check_suite_run("[library]", result.stdout, CONNECTOR, ())
 
 
 @pytest.mark.xdist_group("other suites")
@@ -98,7 +100,8 @@ BENCH_FIGURES = {
 }
 
 
-@pytest.mark.xdist_group("other suites")
+# Beside the integration suite, in its worker: the two workers end at about the same time.
+@pytest.mark.xdist_group("library")
 def test_the_librarys_benchmarks_run_once_on_small_data_and_their_checks_hold(
     tmp_path: Path,
 ) -> None:
