@@ -170,11 +170,46 @@ def run_tool(
         args, cwd=cwd, env=full_env, capture_output=True, text=True, timeout=timeout, check=False
     )
     if result.returncode != 0:
+        failed = failed_tests(result.stdout)
+        # A failing inner run's own summary lists every passed test (-rp) after the failures:
+        # its names and errors go first, and to the end of this run's report too, since a
+        # CI log is read by its head and its tail.
+        report_inner_run(f"[{' '.join(args[:2])} in {cwd.name}] {line}" for line in failed)
         pytest.fail(
             f"{' '.join(args)} exited {result.returncode} in {cwd}\n"
-            f"--- stdout ---\n{result.stdout[-6000:]}\n--- stderr ---\n{result.stderr[-6000:]}"
+            f"--- failed ---\n" + "\n".join(failed) + "\n"
+            f"--- why ---\n{failure_digest(result.stdout)}\n"
+            f"--- stdout, without passed tests ---\n{without_passed(result.stdout)[-4000:]}\n"
+            f"--- stderr ---\n{result.stderr[-3000:]}"
         )
     return result
+
+
+def failed_tests(stdout: str) -> list[str]:
+    """A pytest run's short-summary lines of failed and erroring tests."""
+    return [line for line in stdout.splitlines() if line.startswith(("FAILED ", "ERROR "))]
+
+
+def failure_digest(stdout: str, limit: int = 6000) -> str:
+    """The FAILURES and ERRORS sections of a pytest run, kept to each test's title, the
+    lines where it stopped and its error lines: what says why, without the captured logs."""
+    kept: list[str] = []
+    inside = False
+    for line in stdout.splitlines():
+        if line.startswith("=") and line.rstrip("=").strip("= ") in ("FAILURES", "ERRORS"):
+            inside = True
+        elif line.startswith("=") and inside:
+            inside = False
+        elif inside and (
+            line.startswith(("_", "E ", "> "))
+            or (": " in line and line.split(":", 1)[0].endswith(".py"))
+        ):
+            kept.append(line)
+    return "\n".join(kept)[:limit]
+
+
+def without_passed(stdout: str) -> str:
+    return "\n".join(line for line in stdout.splitlines() if not line.startswith("PASSED "))
 
 
 # Where .ci/run builds the Kafka image in the background (.ci/kafka-image/build): its exit
