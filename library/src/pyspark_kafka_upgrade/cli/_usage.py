@@ -1,5 +1,5 @@
-"""What the command line accepts beyond one command: the parsers and options several commands
-share, each built here once, and the usage errors argparse cannot find by itself.
+"""What the command line accepts beyond the command table: --config and --set on every
+parser, the types of arguments, and the usage errors argparse cannot find by itself.
 
 --config and --set are accepted by every parser, so they work before or after a command at
 any depth. Each parser stores them under its own dests: a subparser parses into a fresh
@@ -10,8 +10,7 @@ dest would lose what the parent parsed. :func:`merge_settings_options` joins the
 from __future__ import annotations
 
 import argparse
-import textwrap
-from collections.abc import Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,56 +21,7 @@ class UsageError(Exception):
     """Arguments argparse accepted one by one but that do not fit together."""
 
 
-class Commands:
-    """One parser's subcommands; each of them accepts --config and --set too."""
-
-    def __init__(
-        self, parser: argparse.ArgumentParser, *, dest: str, depth: int, prog: str
-    ) -> None:
-        self._group = parser.add_subparsers(dest=dest, metavar="COMMAND", required=True)
-        self._depth = depth
-        self._prog = prog
-
-    def add(
-        self,
-        name: str,
-        *,
-        help: str,
-        description: str,
-        examples: Sequence[str],
-        raw: bool = False,
-    ) -> argparse.ArgumentParser:
-        """A subcommand whose --help ends with ``examples`` (``{prog}`` is the command)."""
-        text = description.format(prog=self._prog)
-        command = self._group.add_parser(
-            name,
-            help=help,
-            description=text if raw else textwrap.fill(text, 88),
-            epilog=_examples(examples, self._prog),
-            # Raw, so that the examples keep their lines; plain descriptions are filled above.
-            formatter_class=argparse.RawDescriptionHelpFormatter,
-        )
-        add_settings_options(command, depth=self._depth, prog=self._prog)
-        return command
-
-    def group(self, name: str, *, help: str, description: str, examples: Sequence[str]) -> Commands:
-        """A subcommand that only holds subcommands (``config``: ``config show``)."""
-        command = self.add(name, help=help, description=description, examples=examples)
-        return self.below(command, dest=f"{name}_command")
-
-    def below(self, command: argparse.ArgumentParser, *, dest: str) -> Commands:
-        """The subcommands of ``command``, one of the parsers :meth:`add` returned."""
-        return Commands(command, dest=dest, depth=self._depth + 1, prog=self._prog)
-
-
-def _examples(examples: Sequence[str], prog: str) -> str:
-    if not examples:
-        raise ValueError("every command's --help ends with an example")
-    heading = "example:" if len(examples) == 1 else "examples:"
-    return "\n".join([heading, *(f"  {line.format(prog=prog)}" for line in examples)])
-
-
-# -- options several commands take ------------------------------------------------------------
+# -- options every command takes, and the types of others --------------------------------------
 
 
 def add_settings_options(parser: argparse.ArgumentParser, *, depth: int, prog: str) -> None:
@@ -97,31 +47,6 @@ def add_settings_options(parser: argparse.ArgumentParser, *, depth: int, prog: s
     )
 
 
-def add_json(command: argparse.ArgumentParser, what: str) -> None:
-    """--json: print ``what`` (e.g. "the report") as JSON instead of as text."""
-    command.add_argument("--json", action="store_true", help=f"print {what} as JSON")
-
-
-def add_master(command: argparse.ArgumentParser, *, metavar: str | None = "URL") -> None:
-    """--master, for the commands that start Spark."""
-    command.add_argument(
-        "--master",
-        metavar=metavar,
-        help="Spark master, e.g. local[2]; default: spark-submit's or Spark's own default",
-    )
-
-
-def add_generation(command: argparse.ArgumentParser, help: str, *, many: bool = False) -> None:
-    """--generation N (``many``: one or more)."""
-    command.add_argument(
-        "--generation",
-        type=positive_int,
-        nargs="+" if many else None,
-        metavar="N",
-        help=help,
-    )
-
-
 def positive_int(text: str) -> int:
     """A generation number: argparse's ``type`` for them."""
     try:
@@ -131,6 +56,25 @@ def positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError("generations are numbered from 1")
     return value
+
+
+def instant(text: str) -> int:
+    """An ISO-8601 time, as epoch milliseconds: argparse's ``type`` for --from and --to."""
+    from pyspark_kafka_upgrade._domain.values.time_text import parse_instant
+
+    try:
+        return parse_instant(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+# The types a command table's arguments name (see commands.toml).
+ARGUMENT_TYPES: dict[str, Callable[[str], object]] = {
+    "path": Path,
+    "int": int,
+    "generation": positive_int,
+    "instant": instant,
+}
 
 
 # -- joining the levels' settings options -------------------------------------------------------
