@@ -98,6 +98,7 @@ _RUNNING_BACKEND = pytest.StashKey[KafkaBackend]()
 # Set on a test whose report already carries the broker's exit report.
 _BROKER_EXIT_SHOWN = pytest.StashKey[bool]()
 _KAFKA_FIXTURE = "kafka_backend"
+_SECURED_FIXTURE = "secured_kafka"
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -111,6 +112,15 @@ def pytest_configure(config: pytest.Config) -> None:
         "cluster: submits the packaged job to a Spark standalone cluster it starts on "
         "127.0.0.1 (also integration)",
     )
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # Before pytest's own -m selection runs, so that `-m "not integration"` leaves out every
+    # test that would start a broker, whether or not its author marked it.
+    for item in items:
+        if _needs_broker(item) or _SECURED_FIXTURE in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.integration)
 
 
 def _backend_choice(config: pytest.Config) -> BackendChoice | KafkaBackendError:
