@@ -51,12 +51,17 @@ def announces_a_break(released: Version, current: Version) -> bool:
     return released.major == 0 and current.minor > released.minor
 
 
-def current_version(src: Path) -> Version:
+def version_text(src: Path) -> str:
+    """The package's ``__version__`` as written, read without importing it."""
     text = (src / PACKAGE / "__init__.py").read_text(encoding="utf-8")
     match = re.search(r'^__version__ = "([^"]+)"', text, re.MULTILINE)
     if match is None:
-        raise SystemExit(f"api check: no __version__ in {src / PACKAGE / '__init__.py'}")
-    return Version.parse(match.group(1))
+        raise SystemExit(f"no __version__ in {src / PACKAGE / '__init__.py'}")
+    return match.group(1)
+
+
+def current_version(src: Path) -> Version:
+    return Version.parse(version_text(src))
 
 
 def breaking_changes(repo: Path, ref: str, src: Path) -> list[str]:

@@ -22,6 +22,11 @@ import venv
 from pathlib import Path
 
 LIBRARY = Path(__file__).resolve().parents[1]
+if __package__ in (None, ""):
+    # Run as a script (python tools/release_check.py): the tools package is beside it.
+    sys.path.insert(0, str(LIBRARY))
+from tools.api_check import version_text  # noqa: E402 - the path above, for a script
+
 PACKAGE = "pyspark_kafka_upgrade"
 TIMEOUT_S = 900
 
@@ -59,11 +64,7 @@ def _run(command: list[str], cwd: Path | None = None) -> str:
 
 
 def version() -> str:
-    namespace: dict[str, object] = {}
-    init = (LIBRARY / "src" / PACKAGE / "__init__.py").read_text(encoding="utf-8")
-    line = next(line for line in init.splitlines() if line.startswith("__version__ = "))
-    exec(line, namespace)  # one assignment of a string literal, from our own file
-    return str(namespace["__version__"])
+    return version_text(LIBRARY / "src")
 
 
 def build(dist: Path) -> list[Path]:
