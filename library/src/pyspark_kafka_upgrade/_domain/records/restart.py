@@ -11,7 +11,7 @@ from enum import StrEnum
 
 from pyspark_kafka_upgrade._domain.records.history import EARLIEST
 from pyspark_kafka_upgrade._domain.records.scans import PARTITION_KEYS, TighteningSummary
-from pyspark_kafka_upgrade._domain.values.json_record import JsonRecord, Shape, Written
+from pyspark_kafka_upgrade._domain.values.json_record import Fields, JsonRecord, Shape, Written
 from pyspark_kafka_upgrade._domain.values.offsets import PartitionKey, format_offsets, unflatten
 from pyspark_kafka_upgrade._domain.values.validation import WindowSpec
 from pyspark_kafka_upgrade._domain.values.windows import earliest_open_event_ms
@@ -173,12 +173,7 @@ def reasoning(
 class RetentionLoss(JsonRecord):
     """Records a restart needs that the broker has already deleted."""
 
-    json_shape = Shape(
-        PARTITION_KEYS,
-        "needed_offset",
-        "earliest_available",
-        Written("lost_records"),
-    )
+    json_shape = Shape(PARTITION_KEYS, Fields(), Written("lost_records"))
 
     partition: PartitionKey
     needed_offset: int

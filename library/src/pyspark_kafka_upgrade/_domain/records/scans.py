@@ -11,7 +11,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Final
 
-from pyspark_kafka_upgrade._domain.values.json_record import JsonRecord, Shape, Spread, Written
+from pyspark_kafka_upgrade._domain.values.json_record import (
+    Fields,
+    JsonRecord,
+    Shape,
+    Spread,
+    Written,
+)
 from pyspark_kafka_upgrade._domain.values.offsets import PartitionKey
 
 
@@ -56,17 +62,7 @@ class ScanRange:
 class PartitionScan(JsonRecord):
     """What a scan of one partition's batch-level replay range found."""
 
-    json_shape = Shape(
-        PARTITION_KEYS,
-        "batch_level_offset",
-        "tightened_offset",
-        "end_offset",
-        "scanned_records",
-        "malformed_records",
-        "replayed_records",
-        "feeding_records",
-        "unsure_records",
-    )
+    json_shape = Shape(PARTITION_KEYS, Fields())
 
     partition: PartitionKey
     batch_level_offset: int
