@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Final
 
+from pyspark_kafka_upgrade._domain.records.per_partition import PartitionTotal, known_total
 from pyspark_kafka_upgrade._domain.values.json_record import (
     Fields,
     JsonRecord,
@@ -96,18 +97,12 @@ class TighteningSummary(JsonRecord):
 
     partitions: tuple[PartitionScan, ...]
 
-    @property
-    def batch_level_records(self) -> int:
-        return sum(scan.scanned_records for scan in self.partitions)
-
-    @property
-    def replayed_records(self) -> int:
-        return sum(scan.replayed_records for scan in self.partitions)
+    batch_level_records = PartitionTotal("scanned_records")
+    replayed_records = PartitionTotal()
 
     @property
     def feeding_records(self) -> int | None:
-        counts = [scan.feeding_records for scan in self.partitions]
-        return None if None in counts else sum(count or 0 for count in counts)
+        return known_total(scan.feeding_records for scan in self.partitions)
 
     @property
     def amplification(self) -> float | None:
