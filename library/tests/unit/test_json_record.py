@@ -15,6 +15,7 @@ from pyspark_kafka_upgrade._domain.errors import PipelineError
 from pyspark_kafka_upgrade._domain.values.json_fields import JsonFields
 from pyspark_kafka_upgrade._domain.values.json_record import (
     Field,
+    Fields,
     FormatVersion,
     Group,
     JsonRecord,
@@ -323,6 +324,73 @@ def test_a_record_without_a_version_field_writes_the_current_one() -> None:
     assert refusal(lambda: Note.from_json({"format_version": 4, "text": "hi"})) == (
         "note 4 is newer than 3"
     )
+
+
+@dataclass(frozen=True, slots=True)
+class Parcel(JsonRecord):
+    """A document that is its fields but where it says otherwise: the partition's two keys
+    first, a version and a renamed field in their own places, a computed key last."""
+
+    json_shape = Shape(
+        Spread("place", "town", "street"),
+        Fields(
+            Field("weight_g", key="weight"),
+            FormatVersion(2, newer="parcel format {version} is newer than {current}"),
+        ),
+        Written("heavy"),
+        what="parcel",
+        error=BoxError,
+    )
+
+    weight_g: int
+    place: tuple[str, int]
+    format_version: int
+    colour: Colour
+    label: Label | None = None
+
+    @property
+    def heavy(self) -> bool:
+        return self.weight_g > 5000
+
+
+def test_fields_stands_for_the_fields_no_other_entry_names_in_their_order() -> None:
+    parcel = Parcel(7500, ("Leeds", 4), 2, Colour.RED)
+
+    assert json.dumps(parcel.to_json()) == json.dumps(
+        {
+            "town": "Leeds",
+            "street": 4,
+            "weight": 7500,
+            "format_version": 2,
+            "colour": "red",
+            "label": None,
+            "heavy": True,
+        }
+    )
+    assert Parcel.from_json(parcel.to_json()) == parcel
+    assert refusal(lambda: Parcel.from_json({**parcel.to_json(), "format_version": 3})) == (
+        "parcel format 3 is newer than 2"
+    )
+
+
+def test_a_shape_has_one_fields_and_it_lays_out_only_what_no_other_entry_names() -> None:
+    with pytest.raises(TypeError, match="one Fields at the most"):
+        Shape(Fields(), "name", Fields())
+    with pytest.raises(TypeError, match=r"Fields lays out \['name'\], which another entry"):
+        Shape(Field("name", key="title"), Fields(Field("name", absent="")))
+    with pytest.raises(TypeError, match="Fields lays a field out once"):
+        Fields(Field("name"), Field("name", key="title"))
+
+
+def test_fields_laying_out_a_field_the_record_lacks_fails_at_its_first_use() -> None:
+    @dataclass(frozen=True, slots=True)
+    class Typo:
+        json_shape = Shape(Fields(Field("nmae", key="title")))
+
+        name: str
+
+    with pytest.raises(TypeError, match=r"Typo has no fields \['nmae'\] for Fields"):
+        encode(Typo("x"))
 
 
 def test_a_field_may_write_and_read_its_own_way() -> None:

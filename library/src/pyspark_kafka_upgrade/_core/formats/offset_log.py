@@ -36,7 +36,7 @@ from pyspark_kafka_upgrade._core.formats.log_files import (
     parse_version,
     split_lines,
 )
-from pyspark_kafka_upgrade._domain.values.json_record import Field, Shape
+from pyspark_kafka_upgrade._domain.values.json_record import Field, Fields, Shape
 from pyspark_kafka_upgrade._domain.values.json_text import json_value
 from pyspark_kafka_upgrade._domain.values.offsets import (
     InvalidOffsetsError,
@@ -60,7 +60,7 @@ class SourceOffset:
     """One source's offset in one batch."""
 
     # As ``checkpoint show --json`` lists it.
-    json_shape = Shape("source_id", "offsets", Field("is_kafka", key="kafka"))
+    json_shape = Shape(Fields(Field("is_kafka", key="kafka")))
 
     source_id: str  # v1: the source's position ("0", "1", ...); v2: the id in the file
     offsets: str | None  # canonical JSON for Kafka, the raw text otherwise; None for "-"

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from pyspark_kafka_upgrade._core.planner.tightening import checked_in_order
+from pyspark_kafka_upgrade._domain.records.per_partition import ByPartition, PartitionTotal
 from pyspark_kafka_upgrade._domain.records.record_errors import PlanningError
 from pyspark_kafka_upgrade._domain.records.replay_filter import ReplayFilter
 from pyspark_kafka_upgrade._domain.records.scans import Record, Scan, ScanRange, Unsure, WaitingScan
@@ -65,31 +66,14 @@ class LateRecords(JsonRecord):
     by_window_end: bool  # the bound is T_min of W (the window filter), not an event-time split
     partitions: tuple[WaitingScan, ...]
 
-    @property
-    def scanned_records(self) -> int:
-        return sum(each.scanned_records for each in self.partitions)
-
-    @property
-    def malformed_records(self) -> int:
-        return sum(each.malformed_records for each in self.partitions)
-
-    @property
-    def unsure_records(self) -> int:
-        return sum(each.unsure_records for each in self.partitions)
-
-    @property
-    def late_records(self) -> int:
-        return sum(each.late_records for each in self.partitions)
-
-    @property
-    def start_offsets(self) -> dict[PartitionKey, int]:
-        """Where each partition's scan began: the old generation's end."""
-        return {each.partition: each.start_offset for each in self.partitions}
-
-    @property
-    def end_offsets(self) -> dict[PartitionKey, int]:
-        """Where it stopped: the latest offsets when the plan was made."""
-        return {each.partition: each.end_offset for each in self.partitions}
+    scanned_records = PartitionTotal()
+    malformed_records = PartitionTotal()
+    unsure_records = PartitionTotal()
+    late_records = PartitionTotal()
+    # Where each partition's scan began (the old generation's end) and where it stopped (the
+    # latest offsets when the plan was made).
+    start_offsets = ByPartition[int]("start_offset")
+    end_offsets = ByPartition[int]("end_offset")
 
     def explain(self) -> str:
         """One sentence for the human output of ``upgrade plan``."""

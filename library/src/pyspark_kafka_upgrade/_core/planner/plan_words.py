@@ -13,6 +13,7 @@ from itertools import groupby
 from pyspark_kafka_upgrade._core.planner.late_records import explain_late, late_threshold
 from pyspark_kafka_upgrade._domain.records.advice import Advice
 from pyspark_kafka_upgrade._domain.records.history import EARLIEST
+from pyspark_kafka_upgrade._domain.records.per_partition import known_total
 from pyspark_kafka_upgrade._domain.records.plan import PartitionRestart, UpgradePlan
 from pyspark_kafka_upgrade._domain.records.restart import RestartKind, reasoning
 from pyspark_kafka_upgrade._domain.values.layout import GenerationLayout
@@ -188,8 +189,7 @@ def _estimates(plan: UpgradePlan) -> list[str]:
         else f"Records to replay: {total}."
     ]
     scans = [each.replay_scan for each in plan.partitions if each.replay_scan is not None]
-    counted = [scan.feeding_records for scan in scans]
-    feeding = None if None in counted else sum(count or 0 for count in counted)
+    feeding = known_total(scan.feeding_records for scan in scans)
     if feeding:
         replayed = sum(scan.replayed_records for scan in scans)
         batch_level = sum(scan.scanned_records for scan in scans)

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
-from pyspark_kafka_upgrade._domain.values.json_record import Field, JsonRecord, Shape
+from pyspark_kafka_upgrade._domain.values.json_record import Field, Fields, JsonRecord, Shape
 
 
 class Verdict(StrEnum):
@@ -38,7 +38,7 @@ class Change(JsonRecord):
 @dataclass(frozen=True, slots=True)
 class Advice(JsonRecord):
     json_shape = Shape(
-        Field("verdict", unknown="advice verdict {value!r} is not one of {allowed}"), "changes"
+        Fields(Field("verdict", unknown="advice verdict {value!r} is not one of {allowed}"))
     )
 
     verdict: Verdict

@@ -18,7 +18,7 @@ from enum import StrEnum
 from urllib.parse import unquote
 
 from pyspark_kafka_upgrade._domain.errors import PipelineError
-from pyspark_kafka_upgrade._domain.values.json_record import JsonRecord, Shape, Written
+from pyspark_kafka_upgrade._domain.values.json_record import Fields, JsonRecord, Shape, Written
 
 
 class DamageError(PipelineError):
@@ -64,11 +64,7 @@ class DamagedFile(JsonRecord):
     """
 
     json_shape = Shape(
-        "generation",
-        "part",
-        "path",
-        "damage",
-        "detail",
+        Fields(),
         Written("message", lambda file: file.message()),
         what="damaged file",
         error=DamageError,

@@ -14,6 +14,7 @@ from dataclasses import dataclass, fields, replace
 from typing import Self
 
 from pyspark_kafka_upgrade._domain.records.advice import Advice
+from pyspark_kafka_upgrade._domain.records.per_partition import known_total
 from pyspark_kafka_upgrade._domain.records.record_errors import (
     PlanFormatError,
     PlanFormatVersionError,
@@ -298,8 +299,7 @@ class UpgradePlan(JsonRecord):
 
     @property
     def records_to_replay(self) -> int | None:
-        counts = [p.records_to_replay for p in self.partitions if p.subscribed]
-        return None if None in counts else sum(count or 0 for count in counts)
+        return known_total(p.records_to_replay for p in self.partitions if p.subscribed)
 
     @property
     def scanned(self) -> bool:

@@ -10,8 +10,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from pyspark_kafka_upgrade._domain.records.history import EARLIEST
+from pyspark_kafka_upgrade._domain.records.per_partition import ByPartition, known_total
 from pyspark_kafka_upgrade._domain.records.scans import PARTITION_KEYS, TighteningSummary
-from pyspark_kafka_upgrade._domain.values.json_record import JsonRecord, Shape, Written
+from pyspark_kafka_upgrade._domain.values.json_record import Fields, JsonRecord, Shape, Written
 from pyspark_kafka_upgrade._domain.values.offsets import PartitionKey, format_offsets, unflatten
 from pyspark_kafka_upgrade._domain.values.validation import WindowSpec
 from pyspark_kafka_upgrade._domain.values.windows import earliest_open_event_ms
@@ -87,23 +88,14 @@ class RestartPlan(JsonRecord):
     data_loss: tuple[RetentionLoss, ...] = ()
     tightening: TighteningSummary | None = None
 
-    @property
-    def restart_offsets(self) -> dict[PartitionKey, int]:
-        return {plan.partition: plan.restart_offset for plan in self.partitions}
-
-    @property
-    def end_offsets(self) -> dict[PartitionKey, int]:
-        return {plan.partition: plan.end_offset for plan in self.partitions}
-
-    @property
-    def reasons(self) -> dict[PartitionKey, str]:
-        return {plan.partition: plan.reason for plan in self.partitions}
+    restart_offsets = ByPartition[int]("restart_offset")
+    end_offsets = ByPartition[int]("end_offset")
+    reasons = ByPartition[str]("reason")
 
     @property
     def records_to_replay(self) -> int | None:
         """The replay estimate in offsets; None while a partition restarts at EARLIEST."""
-        counts = [plan.records_to_replay for plan in self.partitions]
-        return None if None in counts else sum(count or 0 for count in counts)
+        return known_total(plan.records_to_replay for plan in self.partitions)
 
     @property
     def starting_offsets(self) -> str:
@@ -173,12 +165,7 @@ def reasoning(
 class RetentionLoss(JsonRecord):
     """Records a restart needs that the broker has already deleted."""
 
-    json_shape = Shape(
-        PARTITION_KEYS,
-        "needed_offset",
-        "earliest_available",
-        Written("lost_records"),
-    )
+    json_shape = Shape(PARTITION_KEYS, Fields(), Written("lost_records"))
 
     partition: PartitionKey
     needed_offset: int

@@ -11,7 +11,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Final
 
-from pyspark_kafka_upgrade._domain.values.json_record import JsonRecord, Shape, Spread, Written
+from pyspark_kafka_upgrade._domain.records.per_partition import PartitionTotal, known_total
+from pyspark_kafka_upgrade._domain.values.json_record import (
+    Fields,
+    JsonRecord,
+    Shape,
+    Spread,
+    Written,
+)
 from pyspark_kafka_upgrade._domain.values.offsets import PartitionKey
 
 
@@ -56,17 +63,7 @@ class ScanRange:
 class PartitionScan(JsonRecord):
     """What a scan of one partition's batch-level replay range found."""
 
-    json_shape = Shape(
-        PARTITION_KEYS,
-        "batch_level_offset",
-        "tightened_offset",
-        "end_offset",
-        "scanned_records",
-        "malformed_records",
-        "replayed_records",
-        "feeding_records",
-        "unsure_records",
-    )
+    json_shape = Shape(PARTITION_KEYS, Fields())
 
     partition: PartitionKey
     batch_level_offset: int
@@ -100,18 +97,12 @@ class TighteningSummary(JsonRecord):
 
     partitions: tuple[PartitionScan, ...]
 
-    @property
-    def batch_level_records(self) -> int:
-        return sum(scan.scanned_records for scan in self.partitions)
-
-    @property
-    def replayed_records(self) -> int:
-        return sum(scan.replayed_records for scan in self.partitions)
+    batch_level_records = PartitionTotal("scanned_records")
+    replayed_records = PartitionTotal()
 
     @property
     def feeding_records(self) -> int | None:
-        counts = [scan.feeding_records for scan in self.partitions]
-        return None if None in counts else sum(count or 0 for count in counts)
+        return known_total(scan.feeding_records for scan in self.partitions)
 
     @property
     def amplification(self) -> float | None:

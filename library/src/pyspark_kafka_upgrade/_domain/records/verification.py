@@ -21,6 +21,7 @@ from pyspark_kafka_upgrade._domain.records.signature import PipelineSignature
 from pyspark_kafka_upgrade._domain.values.json_fields import JsonFields
 from pyspark_kafka_upgrade._domain.values.json_record import (
     Field,
+    Fields,
     FormatVersion,
     JsonRecord,
     Shape,
@@ -137,18 +138,13 @@ class WindowFinding(JsonRecord):
     """One window and key that is not exact, with the events behind it."""
 
     json_shape = Shape(
-        "window_start_ms",
-        "window_end_ms",
-        "keys",
-        Field(
-            "status", unknown="verify report field 'status' is {value!r}, expected one of {allowed}"
+        Fields(
+            Field(
+                "status",
+                unknown="verify report field 'status' is {value!r}, expected one of {allowed}",
+            ),
+            Field("writers", read=_integers),
         ),
-        "owner",
-        Field("writers", read=_integers),
-        "expected",
-        "written",
-        "events",
-        "more_events",
         what="window finding",
         error=VerifyReportError,
     )
@@ -188,27 +184,18 @@ class VerifyReport(JsonRecord):
     """The reconciliation of the written output against the source, for one event-time range."""
 
     json_shape = Shape(
-        "pipeline",
-        "from_ms",
-        "to_ms",
-        Field("generations", read=_integers),
-        Field("counts", read=_counts),
-        Field("findings", read=_findings),
-        "more_findings",
-        "events_read",
-        "late_events",
-        "quarantined",
-        "quarantined_sample",
-        "deleted",
-        "notes",
-        FormatVersion(
-            FORMAT_VERSION,
-            newer="the verify report has format version {version}, newer than the {current} "
-            "this version of the library reads",
-            older="verify report format_version {version} is not one",
+        Fields(
+            Field("generations", read=_integers),
+            Field("counts", read=_counts),
+            Field("findings", read=_findings),
+            FormatVersion(
+                FORMAT_VERSION,
+                newer="the verify report has format version {version}, newer than the {current} "
+                "this version of the library reads",
+                older="verify report format_version {version} is not one",
+            ),
+            Field("damaged", absent=()),
         ),
-        "offsets_read",
-        Field("damaged", absent=()),
         Written("ok"),
         what="verify report",
         error=VerifyReportError,

@@ -13,6 +13,7 @@ from typing import TypeVar
 from pyspark_kafka_upgrade._domain.errors import PipelineError
 
 _Member = TypeVar("_Member", bound=Enum)
+_Value = TypeVar("_Value")
 
 # How an enum value a document may not hold is refused, unless its field words it otherwise.
 UNKNOWN_MEMBER = "{what} field {path!r} is {value!r}, expected one of {allowed}"
@@ -51,30 +52,24 @@ class JsonFields:
             f"{self._what} field {self._path(key)!r} must be {expected}, got {type(value).__name__}"
         )
 
-    def text(self, key: str) -> str:
+    def _of_type(self, key: str, kind: type[_Value], expected: str) -> _Value:
         value = self.raw(key)
-        if not isinstance(value, str):
-            raise self._wrong(key, "a string", value)
+        # JSON true is no count or offset, though Python's bool is an int.
+        if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
+            raise self._wrong(key, expected, value)
         return value
 
-    def optional_text(self, key: str) -> str | None:
-        return None if self.raw(key) is None else self.text(key)
+    def text(self, key: str) -> str:
+        return self._of_type(key, str, "a string")
 
     def integer(self, key: str) -> int:
-        value = self.raw(key)
-        # type() rather than isinstance(): JSON true is no count or offset.
-        if type(value) is not int:
-            raise self._wrong(key, "an integer", value)
-        return value
+        return self._of_type(key, int, "an integer")
 
     def optional_integer(self, key: str) -> int | None:
         return None if self.raw(key) is None else self.integer(key)
 
     def boolean(self, key: str) -> bool:
-        value = self.raw(key)
-        if not isinstance(value, bool):
-            raise self._wrong(key, "true or false", value)
-        return value
+        return self._of_type(key, bool, "true or false")
 
     def member(self, key: str, kind: type[_Member], unknown: str = UNKNOWN_MEMBER) -> _Member:
         """The member of ``kind`` a string field names; ``unknown`` words the refusal of
@@ -95,9 +90,6 @@ class JsonFields:
         if isinstance(value, Mapping) and all(isinstance(name, str) for name in value):
             return dict(value)
         raise self._wrong(key, "a JSON object", value)
-
-    def optional_mapping(self, key: str) -> dict[str, object] | None:
-        return None if self.raw(key) is None else self.mapping(key)
 
     def child(self, key: str, what: str | None = None) -> JsonFields:
         """The object ``key`` holds; ``what`` names it when it is a document of its own kind

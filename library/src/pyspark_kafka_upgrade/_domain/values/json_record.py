@@ -4,8 +4,9 @@ A record's document is its dataclass fields in order, each under its own name, u
 record lays it out otherwise in ``json_shape``: a key that is not the field's name, a key
 computed and never read back (:class:`Written`), a field left to the reader to give, an
 object grouping fields (:class:`Group`), a pair spread over two keys (:class:`Spread`), the
-format version the document states (:class:`FormatVersion`). Values are written by what they
-are (an enum as its value, a tuple as a list, a mapping as an object, a dataclass as its own
+format version the document states (:class:`FormatVersion`); :class:`Fields` stands for the
+fields it does not lay out otherwise, in their order. Values are written by what they are
+(an enum as its value, a tuple as a list, a mapping as an object, a dataclass as its own
 document) and read by the field's type hint through :class:`JsonFields`, so a bad document
 fails with the field's path and the error of its own kind, in one set of words.
 
@@ -176,30 +177,91 @@ class FormatVersion:
 _Entry = Field | Written | Group | Spread | FormatVersion
 
 
+class Fields:
+    """The record's fields that no other entry of its shape names, in their order, each under
+    its own name: where a document is its fields, the shape says only how it differs.
+
+    ``overrides`` lay some of those fields out otherwise, in the field's own place: a
+    :class:`Field` or :class:`Spread` of its name, the :class:`FormatVersion` of its key.
+    """
+
+    __slots__ = ("overrides",)
+
+    def __init__(self, *overrides: Field | Spread | FormatVersion) -> None:
+        self.overrides = {_names(override)[0]: override for override in overrides}
+        if len(self.overrides) < len(overrides):
+            raise TypeError("Fields lays a field out once")
+
+    def laid_out(self, kind: type, names: list[str], named: set[str]) -> list[_Entry]:
+        """The entries for the fields ``names`` of ``kind``, in order, but those ``named``."""
+        unknown = sorted(self.overrides.keys() - set(names))
+        if unknown:
+            raise TypeError(f"{kind.__name__} has no fields {unknown} for Fields to lay out")
+        return [self.overrides.get(name, Field(name)) for name in names if name not in named]
+
+
 class Shape:
     """How a record lays out its document: its keys in order, and how it is named when read.
 
-    Without entries, every field in order under its own name. A field no entry names is not
-    written; the reader gives it (``read_record(..., field=value)``) or its default holds.
-    ``what`` and ``error`` name a document read on its own (``decode``), and a part read
-    inside another under its own name, with that document's error.
+    Without entries, every field in order under its own name (``Fields()``). A field no entry
+    names is not written; the reader gives it (``read_record(..., field=value)``) or its
+    default holds. ``what`` and ``error`` name a document read on its own (``decode``), and a
+    part read inside another under its own name, with that document's error.
     """
 
-    __slots__ = ("entries", "error", "reading", "what")
+    __slots__ = ("entries", "error", "what")
 
     def __init__(
         self,
-        *entries: str | _Entry,
+        *entries: str | _Entry | Fields,
         what: str | None = None,
         error: type[PipelineError] | None = None,
     ) -> None:
         self.entries = tuple(
-            _field(entry) if isinstance(entry, str) else entry for entry in entries
+            _field(entry) if isinstance(entry, str) else entry for entry in entries or (Fields(),)
         )
         self.what = what
         self.error = error
+        rest = [entry for entry in self.entries if isinstance(entry, Fields)]
+        if len(rest) > 1:
+            raise TypeError("a shape has one Fields at the most: it stands for all the rest")
+        twice = sorted(self.named() & {name for each in rest for name in each.overrides})
+        if twice:
+            raise TypeError(f"Fields lays out {twice}, which another entry of the shape names")
+
+    def named(self) -> set[str]:
+        """The fields the shape's entries name, but those :class:`Fields` stands for."""
+        return {
+            name
+            for entry in self.entries
+            if not isinstance(entry, Fields)
+            for name in _names(entry)
+        }
+
+
+class _Layout:
+    """A record's shape as it writes and reads: :class:`Fields` replaced by the fields it
+    stands for."""
+
+    __slots__ = ("entries", "error", "reading", "what")
+
+    def __init__(self, entries: list[_Entry], shape: Shape) -> None:
+        self.entries = tuple(entries)
+        self.what = shape.what
+        self.error = shape.error
         # Read the version first: a newer document is refused as such, not for a changed key.
         self.reading = sorted(self.entries, key=lambda entry: not isinstance(entry, FormatVersion))
+
+
+def _names(entry: _Entry) -> tuple[str, ...]:
+    """The fields of the record ``entry`` writes and reads (a version's, if the record keeps it)."""
+    if isinstance(entry, Group):
+        return tuple(member.name for member in entry.members)
+    if isinstance(entry, Field | Spread):
+        return (entry.name,)
+    if isinstance(entry, FormatVersion):
+        return (entry.key,)
+    return ()
 
 
 class JsonRecord:
@@ -220,7 +282,7 @@ class JsonRecord:
 def encode(record: object) -> dict[str, object]:
     """The document of a dataclass instance, keys in its shape's order."""
     document: dict[str, object] = {}
-    for entry in _shape(type(record)).entries:
+    for entry in _layout(type(record)).entries:
         entry.put(record, document)
     return document
 
@@ -230,10 +292,10 @@ def decode(kind: type[_Record], data: object, /, **given: object) -> _Record:
 
     ``given`` are fields the document does not hold (or that were read already).
     """
-    shape = _shape(kind)
-    if shape.what is None or shape.error is None:
+    layout = _layout(kind)
+    if layout.what is None or layout.error is None:
         raise TypeError(f"{kind.__name__} is read only as part of a document that names it")
-    return read_record(kind, JsonFields(data, shape.what, shape.error), **given)
+    return read_record(kind, JsonFields(data, layout.what, layout.error), **given)
 
 
 def read_record(kind: type[_Record], read: JsonFields, /, **given: object) -> _Record:
@@ -241,7 +303,7 @@ def read_record(kind: type[_Record], read: JsonFields, /, **given: object) -> _R
     :func:`decode`)."""
     hints = _hints(kind)
     values = dict(given)
-    for entry in _shape(kind).reading:
+    for entry in _layout(kind).reading:
         entry.take(read, hints, values)
     return cast("Callable[..., _Record]", kind)(**values)
 
@@ -253,16 +315,16 @@ def _field(entry: str | Field) -> Field:
 # Values JSON holds as they are (exactly these types: an enum of str is written as its value).
 _PLAIN = frozenset({str, int, float, bool})
 
-# Each record kind's shape and type hints, worked out on its first write or read.
-_SHAPES: dict[type, Shape] = {}
+# Each record kind's layout and type hints, worked out on its first write or read.
+_LAYOUTS: dict[type, _Layout] = {}
 _HINTS: dict[type, _Hints] = {}
 
 
-def _shape(kind: type) -> Shape:
-    shape = _SHAPES.get(kind)
-    if shape is None:
-        shape = _SHAPES[kind] = _laid_out(kind)
-    return shape
+def _layout(kind: type) -> _Layout:
+    layout = _LAYOUTS.get(kind)
+    if layout is None:
+        layout = _LAYOUTS[kind] = _laid_out(kind)
+    return layout
 
 
 def _hints(kind: type) -> _Hints:
@@ -272,23 +334,23 @@ def _hints(kind: type) -> _Hints:
     return hints
 
 
-def _laid_out(kind: type) -> Shape:
-    declared: Shape | None = getattr(kind, "json_shape", None)
+def _laid_out(kind: type) -> _Layout:
+    declared: Shape = getattr(kind, "json_shape", None) or Shape()
     names = [field.name for field in dataclasses.fields(kind)]
-    if declared is None:
-        return Shape(*names)
-    if not declared.entries:
-        return Shape(*names, what=declared.what, error=declared.error)
-    fields = {
-        field.name
+    named = declared.named()
+    entries = [
+        laid
         for entry in declared.entries
-        for field in (entry.members if isinstance(entry, Group) else (entry,))
-        if isinstance(field, Field | Spread)
+        for laid in (entry.laid_out(kind, names, named) if isinstance(entry, Fields) else (entry,))
+    ]
+    # A version need not be a field: a record that does not keep it writes the current one.
+    fields = {
+        name for entry in entries if not isinstance(entry, FormatVersion) for name in _names(entry)
     }
     unknown = sorted(fields - set(names))
     if unknown:
         raise TypeError(f"{kind.__name__} has no fields {unknown}: compute a key with Written")
-    return declared
+    return _Layout(entries, declared)
 
 
 def _write(value: object) -> object:
@@ -335,7 +397,7 @@ def _reader(hint: object, unknown: str) -> Callable[[JsonFields, str], object]:
         return lambda read, key: read.member(key, kind, unknown)
     if isinstance(hint, type) and dataclasses.is_dataclass(hint):
         record = hint
-        return lambda read, key: read_record(record, read.child(key, _shape(record).what))
+        return lambda read, key: read_record(record, read.child(key, _layout(record).what))
     if origin in (Mapping, dict) and args == (str, object):
         return JsonFields.mapping
     if origin is tuple and args[1:] == (Ellipsis,) and args[0] is str:
@@ -343,7 +405,7 @@ def _reader(hint: object, unknown: str) -> Callable[[JsonFields, str], object]:
     item = args[0] if origin is tuple and args[1:] == (Ellipsis,) else None
     if isinstance(item, type) and dataclasses.is_dataclass(item):
         return lambda read, key: tuple(
-            read_record(item, child) for child in read.children(key, _shape(item).what)
+            read_record(item, child) for child in read.children(key, _layout(item).what)
         )
     raise TypeError(f"no JSON reading of {hint!r}: give its field one (Field(read=...))")
 
