@@ -41,13 +41,7 @@ __all__ = [
 
 def parse_events(raw: DataFrame, recipe: Recipe) -> DataFrame:
     """Kafka rows into events, each row kept, with a ``malformed_reason`` when malformed."""
-    return parsing.parse_events(
-        raw,
-        events=recipe.events,
-        time_source=recipe.time_source,
-        time_field=recipe.time_field,
-        max_value_bytes=recipe.max_value_bytes,
-    )
+    return parsing.parse_by(raw, recipe)
 
 
 def drop_counted_events(events: DataFrame, recipe: Recipe) -> DataFrame:

@@ -25,6 +25,7 @@ from pyspark_kafka_upgrade._adapters.kafka.schema import (
 from pyspark_kafka_upgrade._adapters.spark.parsing import (
     batch_metric_columns,
     observe_batch_metrics,
+    parse_by,
     parse_events,
     quarantine_records,
     valid_events,
@@ -37,6 +38,9 @@ from pyspark_kafka_upgrade._core.query.columns import (
     MIN_EVENT_TIME_US,
 )
 from pyspark_kafka_upgrade._core.query.event_fields import UnknownColumnError
+from pyspark_kafka_upgrade._core.query.recipe import (
+    Parsing,
+)
 from pyspark_kafka_upgrade._domain.values.project import EventField
 from pyspark_kafka_upgrade._domain.values.validation import (
     InvalidValueError,
@@ -411,6 +415,16 @@ def test_kafka_time_source_uses_the_record_timestamp(spark: SparkSession) -> Non
         "topic",
         "partition",
         "offset",
+    ]
+
+
+def test_parse_by_takes_the_rules_from_a_recipe_or_verify_s_parsing(spark: SparkSession) -> None:
+    rules = Parsing(events=EVENTS, time_source="kafka", time_field="event_time", max_value_bytes=20)
+    raw = _kafka_frame(spark, [_event(event_time=_ABSENT), b'{"article_id":"a2"}'])
+    rows = parse_by(raw, rules).orderBy("offset").select("article_id", "malformed_reason")
+    assert [tuple(row) for row in rows.collect()] == [
+        (None, f"value is {len(_event(event_time=_ABSENT))} bytes, over the 20-byte limit"),
+        ("a2", None),
     ]
 
 

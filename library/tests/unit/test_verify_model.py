@@ -39,12 +39,12 @@ from pyspark.sql import DataFrame, SparkSession
 
 import support.plans as plans
 from pyspark_kafka_upgrade._adapters.kafka.schema import spark_schema
-from pyspark_kafka_upgrade._adapters.spark.recompute import Parsing
 from pyspark_kafka_upgrade._application.verify import (
     NothingToVerifyError,
     VerifyRange,
     verify_facts,
 )
+from pyspark_kafka_upgrade._core.query.recipe import Parsing
 from pyspark_kafka_upgrade._core.reconciliation.scope import ReadPlan
 from pyspark_kafka_upgrade._core.settings import load_settings
 from pyspark_kafka_upgrade._domain.records.history import BatchFacts, CheckpointBatch

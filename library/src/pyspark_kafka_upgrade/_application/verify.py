@@ -23,11 +23,12 @@ from pyspark_kafka_upgrade._adapters.ledger.opening import ledger_exists, open_s
 from pyspark_kafka_upgrade._adapters.sink.opening import open_sink
 from pyspark_kafka_upgrade._adapters.sink.reading import read_around_damage
 from pyspark_kafka_upgrade._adapters.spark.progress_bar import job_progress
-from pyspark_kafka_upgrade._adapters.spark.recompute import Parsing, reconcile
+from pyspark_kafka_upgrade._adapters.spark.recompute import reconcile
 from pyspark_kafka_upgrade._adapters.spark.session import local_session_factory
 from pyspark_kafka_upgrade._adapters.spark.spark_errors import failed_file
 from pyspark_kafka_upgrade._adapters.storage.filesystem import absolute_uri
 from pyspark_kafka_upgrade._core.formats.format_errors import CheckpointError
+from pyspark_kafka_upgrade._core.query.recipe import Parsing
 from pyspark_kafka_upgrade._core.reconciliation.scope import (
     GenerationScope,
     ReadPlan,

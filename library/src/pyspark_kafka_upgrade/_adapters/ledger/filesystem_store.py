@@ -18,14 +18,17 @@ from __future__ import annotations
 import re
 import threading
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from typing import Any
 
 from py4j.protocol import Py4JError  # type: ignore[import-untyped]
 from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 
+from pyspark_kafka_upgrade._adapters.ledger.store_errors import (
+    refuse_newer_schema,
+    translated_errors,
+)
 from pyspark_kafka_upgrade._domain.records.ledger import (
     BatchRecord,
     GenerationRecord,
@@ -38,7 +41,6 @@ from pyspark_kafka_upgrade._domain.records.ledger_errors import (
     GenerationNotFoundError,
     LedgerSchemaError,
     OffsetStoreError,
-    OffsetStoreUnavailableError,
 )
 from pyspark_kafka_upgrade._domain.records.store import LEDGER_SCHEMA_VERSION, OffsetStore
 from pyspark_kafka_upgrade._domain.values.redaction import redact_text
@@ -81,15 +83,10 @@ class FilesystemOffsetStore(OffsetStore):
             self._files.write_atomic(uri, dump_json({"version": LEDGER_SCHEMA_VERSION}))
             return
         version = self._stored_schema_version(uri)
-        if version > LEDGER_SCHEMA_VERSION:
-            raise LedgerSchemaError(
-                f"the offset store at {self._described_root()} has schema version {version}, "
-                f"but this code understands up to {LEDGER_SCHEMA_VERSION}; upgrade the pipeline"
-            )
+        refuse_newer_schema(self._described_store(), version)
         if version < 1:
             raise LedgerSchemaError(
-                f"the offset store at {self._described_root()} has an unrecognised schema "
-                f"version {version}"
+                f"the {self._described_store()} has an unrecognised schema version {version}"
             )
 
     def _stored_schema_version(self, uri: str) -> int:
@@ -101,17 +98,18 @@ class FilesystemOffsetStore(OffsetStore):
     def _described_root(self) -> str:
         return redact_text(self._root)
 
-    @contextmanager
-    def _translated_errors(self, action: str) -> Iterator[None]:
-        if self._closed:
-            raise OffsetStoreError(f"the offset store at {self._described_root()} is closed")
-        try:
-            yield
-        except (Py4JError, PySparkException) as exc:
-            raise OffsetStoreUnavailableError(
-                f"offset store at {self._described_root()} failed while {action}: "
-                f"{_java_reason(exc)}"
-            ) from exc
+    def _described_store(self) -> str:
+        # Not kept: opening the files qualifies the root.
+        return f"offset store at {self._described_root()}"
+
+    def _translated_errors(self, action: str) -> AbstractContextManager[None]:
+        return translated_errors(
+            self._described_store(),
+            action,
+            closed=self._closed,
+            unavailable=(Py4JError, PySparkException),
+            reason=_java_reason,
+        )
 
     def _pipeline_dir(self, kind: str, pipeline: str) -> str:
         if not _PIPELINE_NAME.fullmatch(pipeline):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import LiteralString, TypeAlias
@@ -14,27 +13,17 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import DictRow, dict_row
 
-from pyspark_kafka_upgrade._adapters.ledger.tables import (
-    BATCH_KEY,
-    GAP_COLUMNS,
-    GENERATION_COLUMNS,
-    first_schema,
+from pyspark_kafka_upgrade._adapters.ledger.sql_store import Row, SqlOffsetStore
+from pyspark_kafka_upgrade._adapters.ledger.store_errors import (
+    refuse_newer_schema,
+    translated_errors,
 )
-from pyspark_kafka_upgrade._domain.records.ledger import (
-    BATCH_FIELDS,
-    BatchRecord,
-    GenerationRecord,
-    GenerationStatus,
-    LedgerGap,
-    dump_json,
-)
+from pyspark_kafka_upgrade._adapters.ledger.tables import Dialect, ledger_queries, migration
 from pyspark_kafka_upgrade._domain.records.ledger_errors import (
-    GenerationNotFoundError,
-    LedgerSchemaError,
     OffsetStoreError,
     OffsetStoreUnavailableError,
 )
-from pyspark_kafka_upgrade._domain.records.store import LEDGER_SCHEMA_VERSION, OffsetStore
+from pyspark_kafka_upgrade._domain.records.store import LEDGER_SCHEMA_VERSION
 from pyspark_kafka_upgrade._domain.values.clock import now_ms
 from pyspark_kafka_upgrade._domain.values.redaction import MASK, redact_text
 
@@ -45,33 +34,32 @@ _MIN_VERBATIM_SECRET = 4
 # A plain lower-case identifier, so the schema means the same quoted or not in psql.
 _PLAIN_IDENTIFIER = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 
-# MIGRATIONS[n] takes the schema from version n to n + 1, in one transaction. {schema} is
-# filled in with psycopg.sql.Identifier, never by string formatting.
-MIGRATIONS: tuple[tuple[LiteralString, ...], ...] = (
-    first_schema(
-        # {schema} is left in the text, for psycopg.sql.Identifier to fill in.
-        table_prefix="{schema}.",
-        integer="BIGINT",
-        json="JSONB",
-        gap_id="BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
-    ),
+DIALECT = Dialect(
+    # {schema} is left in every statement's text, for psycopg.sql.Identifier to fill in,
+    # never string formatting.
+    table_prefix="{schema}.",
+    placeholder="%s",
+    integer="BIGINT",
+    json="JSONB",
+    gap_id="BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
 )
-assert len(MIGRATIONS) == LEDGER_SCHEMA_VERSION, "every schema version needs its migration"
 
 
 Connection: TypeAlias = psycopg.Connection[DictRow]
 
 
-class PostgresOffsetStore(OffsetStore):
+class PostgresOffsetStore(SqlOffsetStore[Connection]):
     """The ledger in a PostgreSQL schema of its own.
 
-    One autocommit connection serves every thread of this process, behind a lock, because
-    listener callbacks arrive on their own thread. A connection that broke (a server restart)
-    is replaced on the next call; the call that saw it break fails with
-    OffsetStoreUnavailableError so the caller can record a gap.
+    The connection is in autocommit. One that broke (a server restart) is replaced on the
+    next call; the call that saw it break fails with OffsetStoreUnavailableError so the
+    caller can record a gap.
     """
 
+    _queries = ledger_queries(DIALECT)
+
     def __init__(self, dsn: str, *, schema: str = DEFAULT_SCHEMA) -> None:
+        super().__init__()
         if not _PLAIN_IDENTIFIER.fullmatch(schema):
             raise ValueError(
                 f"ledger schema {schema!r} must be a plain lower-case SQL identifier "
@@ -88,8 +76,7 @@ class PostgresOffsetStore(OffsetStore):
         ]
         self._redacted_dsn = self._redact(dsn)
         self._schema = schema
-        self._lock = threading.Lock()
-        self._closed = False
+        self._name = f"offset store {self.describe()}"
         self._connection = self._connect()
         try:
             with self._session("migrating the schema") as connection:
@@ -125,24 +112,34 @@ class PostgresOffsetStore(OffsetStore):
     @contextmanager
     def _session(self, action: str) -> Iterator[Connection]:
         """The live connection, held alone, with psycopg's errors turned into store errors."""
-        with self._lock:
-            if self._closed:
-                raise OffsetStoreError(f"the offset store {self.describe()} is closed")
+        with (
+            self._lock,
+            translated_errors(
+                self._name,
+                action,
+                closed=self._closed,
+                unavailable=(psycopg.OperationalError,),
+                failed=(psycopg.Error,),
+                reason=self._reason,
+            ),
+        ):
             if self._connection.closed:
                 self._connection = self._connect()
-            try:
-                yield self._connection
-            except psycopg.OperationalError as exc:
-                raise OffsetStoreUnavailableError(
-                    f"offset store {self.describe()} failed while {action}: {self._reason(exc)}"
-                ) from exc
-            except psycopg.Error as exc:
-                raise OffsetStoreError(
-                    f"offset store {self.describe()} failed while {action}: {self._reason(exc)}"
-                ) from exc
+            yield self._connection
 
     def _table(self, name: str) -> sql.Identifier:
         return sql.Identifier(self._schema, name)
+
+    def _in_schema(self, query: LiteralString) -> sql.Composed:
+        return sql.SQL(query).format(schema=sql.Identifier(self._schema))
+
+    def _write(self, action: str, query: LiteralString, parameters: tuple[object, ...]) -> int:
+        with self._session(action) as connection:
+            return connection.execute(self._in_schema(query), parameters).rowcount
+
+    def _read(self, action: str, query: LiteralString, parameters: tuple[object, ...]) -> list[Row]:
+        with self._session(action) as connection:
+            return list(connection.execute(self._in_schema(query), parameters).fetchall())
 
     def _migrate(self, connection: Connection) -> None:
         while True:
@@ -159,18 +156,13 @@ class PostgresOffsetStore(OffsetStore):
 
     def _apply_next_migration(self, connection: Connection) -> bool:
         version = self._read_schema_version(connection)
-        if version > LEDGER_SCHEMA_VERSION:
-            raise LedgerSchemaError(
-                f"the PostgreSQL offset store {self.describe()} has schema version {version}, "
-                f"but this code understands up to {LEDGER_SCHEMA_VERSION}; upgrade the pipeline"
-            )
+        refuse_newer_schema(self._name, version)
         if version == LEDGER_SCHEMA_VERSION:
             return False
         if version == 0:
             self._create_version_table(connection)
-        schema = sql.Identifier(self._schema)
-        for statement in MIGRATIONS[version]:
-            connection.execute(sql.SQL(statement).format(schema=schema))
+        for statement in migration(DIALECT, version):
+            connection.execute(self._in_schema(statement))
         connection.execute(
             sql.SQL("INSERT INTO {} (version, applied_at_ms) VALUES (%s, %s)").format(
                 self._table("schema_version")
@@ -206,136 +198,12 @@ class PostgresOffsetStore(OffsetStore):
         ).fetchone()
         return 0 if row is None else int(row["version"])
 
-    def record_batch(self, record: BatchRecord) -> None:
-        with self._session("recording a batch") as connection:
-            connection.execute(self._upsert_batch_query(), record.to_json())
-
-    def _upsert_batch_query(self) -> sql.Composed:
-        updates = [
-            sql.SQL("{0} = EXCLUDED.{0}").format(sql.Identifier(name))
-            for name in BATCH_FIELDS
-            if name not in BATCH_KEY
-        ]
-        return sql.SQL(
-            "INSERT INTO {table} ({columns}) VALUES ({values}) "
-            "ON CONFLICT ({key}) DO UPDATE SET {updates}"
-        ).format(
-            table=self._table("batches"),
-            columns=sql.SQL(", ").join(map(sql.Identifier, BATCH_FIELDS)),
-            values=sql.SQL(", ").join(map(sql.Placeholder, BATCH_FIELDS)),
-            key=sql.SQL(", ").join(map(sql.Identifier, BATCH_KEY)),
-            updates=sql.SQL(", ").join(updates),
-        )
-
-    def batches(self, pipeline: str, generation: int) -> list[BatchRecord]:
-        query = self._batches_query("ORDER BY batch_id")
-        with self._session("reading batches") as connection:
-            rows = connection.execute(query, (pipeline, generation)).fetchall()
-        return [BatchRecord.from_json(row) for row in rows]
-
-    def last_batch(self, pipeline: str, generation: int) -> BatchRecord | None:
-        query = self._batches_query("ORDER BY batch_id DESC LIMIT 1")
-        with self._session("reading the last batch") as connection:
-            row = connection.execute(query, (pipeline, generation)).fetchone()
-        return None if row is None else BatchRecord.from_json(row)
-
-    def _batches_query(self, order: LiteralString) -> sql.Composed:
-        return sql.SQL(
-            "SELECT {columns} FROM {table} WHERE pipeline = %s AND generation = %s " + order
-        ).format(
-            columns=sql.SQL(", ").join(map(sql.Identifier, BATCH_FIELDS)),
-            table=self._table("batches"),
-        )
-
-    def record_generation(self, record: GenerationRecord) -> None:
-        query = sql.SQL(
-            "INSERT INTO {} (" + GENERATION_COLUMNS + ") VALUES "
-            "(%s, %s, %s, CAST(%s AS jsonb), CAST(%s AS jsonb), %s, %s) "
-            "ON CONFLICT (pipeline, generation) DO UPDATE SET status = EXCLUDED.status, "
-            "signature = EXCLUDED.signature, plan = EXCLUDED.plan, "
-            "created_at_ms = EXCLUDED.created_at_ms, updated_at_ms = EXCLUDED.updated_at_ms"
-        ).format(self._table("generations"))
-        values = (
-            record.pipeline,
-            record.generation,
-            record.status.value,
-            dump_json(record.signature),
-            None if record.plan is None else dump_json(record.plan),
-            record.created_at_ms,
-            record.updated_at_ms,
-        )
-        with self._session("recording a generation") as connection:
-            connection.execute(query, values)
-
-    def generations(self, pipeline: str) -> list[GenerationRecord]:
-        query = sql.SQL(
-            "SELECT " + GENERATION_COLUMNS + " FROM {} WHERE pipeline = %s ORDER BY generation"
-        ).format(self._table("generations"))
-        with self._session("reading generations") as connection:
-            rows = connection.execute(query, (pipeline,)).fetchall()
-        return [GenerationRecord.from_json(row) for row in rows]
-
-    def generation(self, pipeline: str, generation: int) -> GenerationRecord | None:
-        query = sql.SQL(
-            "SELECT " + GENERATION_COLUMNS + " FROM {} WHERE pipeline = %s AND generation = %s"
-        ).format(self._table("generations"))
-        with self._session("reading a generation") as connection:
-            row = connection.execute(query, (pipeline, generation)).fetchone()
-        return None if row is None else GenerationRecord.from_json(row)
-
-    def set_generation_status(
-        self, pipeline: str, generation: int, status: GenerationStatus, *, at_ms: int
-    ) -> None:
-        query = sql.SQL(
-            "UPDATE {} SET status = %s, updated_at_ms = %s WHERE pipeline = %s AND generation = %s"
-        ).format(self._table("generations"))
-        values = (GenerationStatus(status).value, at_ms, pipeline, generation)
-        with self._session("changing a generation's status") as connection:
-            changed = connection.execute(query, values).rowcount
-        if changed == 0:
-            raise GenerationNotFoundError(pipeline, generation)
-
-    def record_gap(self, gap: LedgerGap) -> None:
-        query = sql.SQL("INSERT INTO {} (" + GAP_COLUMNS + ") VALUES (%s, %s, %s, %s, %s)").format(
-            self._table("gaps")
-        )
-        values = (gap.pipeline, gap.generation, gap.batch_id, gap.reason, gap.recorded_at_ms)
-        with self._session("recording a gap") as connection:
-            connection.execute(query, values)
-
-    def gaps(self, pipeline: str, generation: int | None = None) -> list[LedgerGap]:
-        query = sql.SQL(
-            "SELECT " + GAP_COLUMNS + " FROM {} WHERE pipeline = %(pipeline)s "
-            "AND (CAST(%(generation)s AS bigint) IS NULL OR generation = %(generation)s) "
-            "ORDER BY recorded_at_ms, id"
-        ).format(self._table("gaps"))
-        with self._session("reading gaps") as connection:
-            rows = connection.execute(
-                query, {"pipeline": pipeline, "generation": generation}
-            ).fetchall()
-        return [LedgerGap.from_json(row) for row in rows]
-
-    def pipelines(self) -> list[str]:
-        query = sql.SQL(
-            "SELECT pipeline FROM {} UNION SELECT pipeline FROM {} "
-            "UNION SELECT pipeline FROM {} ORDER BY pipeline"
-        ).format(self._table("batches"), self._table("generations"), self._table("gaps"))
-        with self._session("listing pipelines") as connection:
-            rows = connection.execute(query).fetchall()
-        return [str(row["pipeline"]) for row in rows]
-
     def schema_version(self) -> int:
         with self._session("reading the schema version") as connection:
             return self._read_schema_version(connection)
 
     def describe(self) -> str:
         return f"PostgreSQL {self._redacted_dsn} (schema {self._schema})"
-
-    def close(self) -> None:
-        with self._lock:
-            if not self._closed:
-                self._closed = True
-                self._connection.close()
 
 
 def _parse_dsn(dsn: str) -> dict[str, str]:

@@ -29,6 +29,7 @@ from pyspark_kafka_upgrade._core.query.columns import (
     TimeSource,
 )
 from pyspark_kafka_upgrade._core.query.event_fields import JSON_DESCRIPTIONS, payload_fields
+from pyspark_kafka_upgrade._core.query.recipe import Parsing
 from pyspark_kafka_upgrade._domain.values.project import EventField, EventType
 from pyspark_kafka_upgrade._domain.values.validation import InvalidValueError
 
@@ -125,6 +126,17 @@ def parse_events(
         columns[EVENT_TIME] = F.col("timestamp")
         checks.append((F.col("timestamp").isNull(), "Kafka timestamp is null"))
     return _events_or_reason(raw, staged, columns, checks)
+
+
+def parse_by(raw: DataFrame, rules: Parsing) -> DataFrame:
+    """:func:`parse_events` with the pipeline's ``rules`` (a run's recipe, or verify's)."""
+    return parse_events(
+        raw,
+        events=rules.events,
+        time_source=rules.time_source,
+        time_field=rules.time_field,
+        max_value_bytes=rules.max_value_bytes,
+    )
 
 
 def _wrapped(parseable: Column, size: Column) -> Column:

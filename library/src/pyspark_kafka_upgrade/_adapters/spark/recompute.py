@@ -41,8 +41,8 @@ from pyspark_kafka_upgrade._core.query.columns import (
     MALFORMED_REASON,
     WINDOW_END,
     WINDOW_START,
-    TimeSource,
 )
+from pyspark_kafka_upgrade._core.query.recipe import Parsing
 from pyspark_kafka_upgrade._core.reconciliation.scope import GenerationScope
 from pyspark_kafka_upgrade._domain.records.verification import (
     EventRef,
@@ -50,7 +50,6 @@ from pyspark_kafka_upgrade._domain.records.verification import (
     Status,
     WindowFinding,
 )
-from pyspark_kafka_upgrade._domain.values.project import EventField
 from pyspark_kafka_upgrade._domain.values.validation import MetricSpec
 
 _WRITES, _WRITERS, _STATUS = "_writes", "_writers", "_status"
@@ -59,16 +58,6 @@ _COUNTED, _LATE, _LOST, _UNKNOWN = "_n_counted", "_n_late", "_n_lost", "_n_unkno
 _FLOAT_TOLERANCE = 1e-9
 # Pairs dropped as the stream drops them: each makes its window "late by design".
 _BY_DESIGN = (PairState.LATE.value, PairState.ARRIVED_AFTER.value, PairState.OUTSIDE.value)
-
-
-@dataclass(frozen=True, slots=True)
-class Parsing:
-    """How the records are parsed: the pipeline's own rules, from its settings."""
-
-    events: tuple[EventField, ...]
-    time_source: TimeSource
-    time_field: str
-    max_value_bytes: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,13 +88,7 @@ def reconcile(
     """Reconcile ``written`` (the output, read back through ``Sink.read``) with ``raw`` (the
     records read back), window by window, for windows in [from_ms, to_ms)."""
     inputs = Observation("verify_inputs")
-    parsed = parsing.parse_events(
-        raw,
-        events=parsing_rules.events,
-        time_source=parsing_rules.time_source,
-        time_field=parsing_rules.time_field,
-        max_value_bytes=parsing_rules.max_value_bytes,
-    ).observe(
+    parsed = parsing.parse_by(raw, parsing_rules).observe(
         inputs,
         F.count(F.lit(1)).alias("rows"),
         F.count(F.col(MALFORMED_REASON)).alias("malformed"),

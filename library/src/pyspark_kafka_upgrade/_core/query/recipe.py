@@ -21,11 +21,18 @@ REPLAY_STEPS = ("drop_counted_events", "drop_written_windows")
 
 
 @dataclass(frozen=True, slots=True)
-class Recipe:
+class Parsing:
+    """How the records are parsed: the pipeline's own rules, from its settings. ``verify``
+    parses with them alone, to recompute what the stream did."""
+
     events: tuple[EventField, ...]
     time_source: TimeSource
     time_field: str
     max_value_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class Recipe(Parsing):
     window: WindowSpec
     keys: tuple[str, ...]
     metrics: tuple[MetricSpec, ...]

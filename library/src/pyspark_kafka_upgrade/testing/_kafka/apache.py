@@ -216,42 +216,46 @@ class ApacheBroker:
             "".join(f"{key}={value}\n" for key, value in settings.items()), encoding="utf-8"
         )
 
-    def _format(self) -> None:
-        command = self._java_command(
-            "kafka.tools.StorageTool",
-            "format",
-            "-c",
-            str(self._properties),
-            "-t",
-            cluster_id(),
-        )
+    def _start_java(
+        self, stdout: int | IO[bytes], main_class: str, *arguments: str
+    ) -> subprocess.Popen[bytes]:
+        """A JVM of the broker's jars, in its own group and session: a Ctrl-C at the terminal
+        goes to the test run only, which then stops it in order (stop())."""
         try:
-            result = subprocess.run(
-                command,
+            return subprocess.Popen(
+                self._java_command(main_class, *arguments),
                 stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
+                stdout=stdout,
                 stderr=subprocess.STDOUT,
-                text=True,
-                timeout=_KAFKA_FORMAT_TIMEOUT_S,
-                check=False,
+                cwd=self._work_dir,
                 start_new_session=True,
                 preexec_fn=dies_with_this_process(),
             )
-        except subprocess.TimeoutExpired:
-            raise KafkaBackendError(
-                self._failure(
-                    f"formatting the log dir of Apache Kafka {self.version} did not finish "
-                    f"within {_KAFKA_FORMAT_TIMEOUT_S:.0f} s"
-                )
-            ) from None
         except OSError as exc:
             raise KafkaBackendError(f"`{self._java}` could not start: {exc}") from None
-        if result.returncode != 0:
-            output = "\n".join(result.stdout.splitlines()[-_KAFKA_LOG_TAIL_LINES:])
+
+    def _format(self) -> None:
+        arguments = ("format", "-c", str(self._properties), "-t", cluster_id())
+        with self._start_java(subprocess.PIPE, "kafka.tools.StorageTool", *arguments) as tool:
+            try:
+                output = tool.communicate(timeout=_KAFKA_FORMAT_TIMEOUT_S)[0]
+            except subprocess.TimeoutExpired:
+                tool.kill()
+                raise KafkaBackendError(
+                    self._failure(
+                        f"formatting the log dir of Apache Kafka {self.version} did not "
+                        f"finish within {_KAFKA_FORMAT_TIMEOUT_S:.0f} s"
+                    )
+                ) from None
+            except BaseException:
+                tool.kill()  # a Ctrl-C: the tool does not outlive the test run's wait
+                raise
+        if tool.returncode != 0:
+            lines = output.decode("utf-8", errors="replace").splitlines()
             raise KafkaBackendError(
                 self._failure(
                     f"formatting the log dir of Apache Kafka {self.version} failed "
-                    f"(exit code {result.returncode}):\n{output}"
+                    f"(exit code {tool.returncode}):\n" + "\n".join(lines[-_KAFKA_LOG_TAIL_LINES:])
                 )
             )
 
@@ -288,22 +292,11 @@ class ApacheBroker:
     def _launch(self) -> subprocess.Popen[bytes]:
         # Closed in stop(): the JVM writes to it for the whole session.
         self._output = self._output_file.open("ab")
-        command = self._java_command("kafka.Kafka", str(self._properties))
         try:
-            process = subprocess.Popen(
-                command,
-                stdin=subprocess.DEVNULL,
-                stdout=self._output,
-                stderr=subprocess.STDOUT,
-                cwd=self._work_dir,
-                # Its own group and session: a Ctrl-C at the terminal goes to the test run
-                # only, which then stops the broker in order (stop()).
-                start_new_session=True,
-                preexec_fn=dies_with_this_process(),
-            )
-        except OSError as exc:
-            self._output.close()
-            raise KafkaBackendError(f"`{self._java}` could not start: {exc}") from None
+            process = self._start_java(self._output, "kafka.Kafka", str(self._properties))
+        except KafkaBackendError:
+            self._close_output()
+            raise
         self._process = process
         self.pid = process.pid
         # Should the interpreter exit without leaving the context (e.g. os._exit is the only
