@@ -590,6 +590,20 @@ def test_importing_the_cli_loads_no_spark_and_no_use_case() -> None:
     assert "pyspark" not in loaded
 
 
+def test_the_upgrade_commands_load_no_spark() -> None:
+    # What `upgrade plan` and `apply` import to run, the project's pipeline first: the
+    # pipeline is down meanwhile. A ledger on a Hadoop filesystem imports Spark when it is
+    # opened, and nothing else does; the query module (which imports Spark) is named, not
+    # imported, by a project.
+    loaded = _loaded_after(
+        "import pyspark_kafka_upgrade._example.pipeline\n"
+        "import pyspark_kafka_upgrade.cli._upgrade\n"
+        "import pyspark_kafka_upgrade._application.upgrade.commands\n"
+        "import pyspark_kafka_upgrade._application.upgrade.event_scan\n"
+    )
+    assert [m for m in loaded if m.split(".")[0] in ("pyspark", "py4j")] == []
+
+
 def test_help_loads_no_use_case() -> None:
     script = (
         "import contextlib, io\n"

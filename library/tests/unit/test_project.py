@@ -7,11 +7,20 @@ A name that is no plain column name, or a type the parser does not read, never r
 
 from __future__ import annotations
 
+import sys
+import typing
+from pathlib import Path
+from types import ModuleType
 from typing import cast
 
 import pytest
 
-from pyspark_kafka_upgrade._domain.values.project import EVENT_TYPES, EventField, EventType
+from pyspark_kafka_upgrade._domain.values.project import (
+    EVENT_TYPES,
+    EventField,
+    EventType,
+    Project,
+)
 from pyspark_kafka_upgrade._domain.values.validation import InvalidValueError
 
 USE = "use string, boolean, int, bigint, double, timestamp"
@@ -51,3 +60,59 @@ def test_a_name_that_is_no_identifier_is_refused_where_it_is_declared(name: str)
         f"event field {name!r} must be a plain column name: ASCII letters, digits and "
         "underscores, not starting with a digit"
     )
+
+
+# The query module: given as a module, checked at once; by name, found without being run
+# and checked when a command imports it.
+
+
+def _project(query: object) -> Project:
+    return Project(
+        command="views",
+        version="1.0",
+        defaults="",
+        events=(EventField("id", "string"),),
+        query=cast("ModuleType | str", query),
+    )
+
+
+def _module(tmp_path: Path, name: str, source: str) -> str:
+    (tmp_path / f"{name}.py").write_text(source)
+    return name
+
+
+def test_a_query_module_given_by_name_is_not_imported_until_asked_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.syspath_prepend(str(tmp_path))
+    name = _module(
+        tmp_path,
+        "named_query_a",
+        "IMPORTED = True\n"
+        "def windowed_aggregates(raw, recipe): return raw\n"
+        "def malformed_records(raw, recipe): return raw\n",
+    )
+    project = _project(name)
+    assert project.query_name == name and name not in sys.modules
+    assert project.query_module().IMPORTED is True
+
+
+def test_a_query_module_that_is_not_there_is_refused_when_the_project_is_built() -> None:
+    with pytest.raises(
+        InvalidValueError, match=r"the query module views\.no_such_query is not found"
+    ):
+        _project("views.no_such_query")
+
+
+def test_a_named_query_module_without_its_functions_is_refused_when_imported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.syspath_prepend(str(tmp_path))
+    project = _project(_module(tmp_path, "named_query_b", "def windowed_aggregates(r, q): ...\n"))
+    with pytest.raises(InvalidValueError, match=r"defines no malformed_records\(raw, recipe\)"):
+        project.query_module()
+
+
+def test_a_query_module_given_as_a_module_is_checked_at_once() -> None:
+    with pytest.raises(InvalidValueError, match=r"the query module typing defines no windowed"):
+        _project(typing)

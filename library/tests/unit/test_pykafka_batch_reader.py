@@ -4,7 +4,10 @@ plan it."""
 
 from __future__ import annotations
 
+import pickle
+
 import pytest
+from pyspark.sql.datasource import InputPartition
 
 from pyspark_kafka_upgrade._adapters.kafka.kafka_errors import SourceOptionError
 from pyspark_kafka_upgrade._adapters.kafka.options import parse_options
@@ -12,6 +15,7 @@ from pyspark_kafka_upgrade._adapters.kafka.pykafka import (
     PyKafkaBatchReader,
     PyKafkaDataSource,
     PyKafkaStreamReader,
+    RangePartition,
 )
 from pyspark_kafka_upgrade._adapters.kafka.ranges import OffsetRange
 
@@ -35,16 +39,24 @@ def test_one_range_per_partition_with_records_to_read() -> None:
 
     # views 1 has nothing between 7 and 7; views 3 is not in startingOffsets, so not read.
     assert batch.partitions() == [
-        OffsetRange("clicks", 0, 100, 150),
-        OffsetRange("views", 0, 5, 9),
-        OffsetRange("views", 2, 0, 3),
+        RangePartition("clicks", 0, 100, 150),
+        RangePartition("views", 0, 5, 9),
+        RangePartition("views", 2, 0, 3),
     ]
+
+
+def test_a_range_is_a_partition_spark_takes_and_sends_to_its_workers() -> None:
+    # Spark refuses a partition that is not an InputPartition, and pickles it for the task.
+    partition = RangePartition.of(OffsetRange("views", 0, 5, 9))
+    assert isinstance(partition, InputPartition)
+    assert partition == RangePartition("views", 0, 5, 9)
+    assert pickle.loads(pickle.dumps(partition)) == partition
 
 
 def test_a_partition_only_in_the_starting_offsets_is_not_read() -> None:
     batch = reader(startingOffsets='{"views":{"0":5,"1":7}}', endingOffsets='{"views":{"0":6}}')
 
-    assert batch.partitions() == [OffsetRange("views", 0, 5, 6)]
+    assert batch.partitions() == [RangePartition("views", 0, 5, 6)]
 
 
 @pytest.mark.parametrize(
@@ -110,7 +122,7 @@ def test_the_data_source_gives_a_batch_reader_of_its_options() -> None:
     batch = source.reader(source.schema())
 
     assert isinstance(batch, PyKafkaBatchReader)
-    assert batch.partitions() == [OffsetRange("views", 0, 5, 9)]
+    assert batch.partitions() == [RangePartition("views", 0, 5, 9)]
 
 
 def test_a_stream_refuses_ending_offsets() -> None:

@@ -109,3 +109,22 @@ def test_a_project_module_the_query_imports_is_part_of_it(shop: Path) -> None:
 def test_the_declaration_modules_are_not(shop: Path) -> None:
     (shop / "pipeline.py").write_text("PROJECT = None  # version 2\nVERSION = '0.2.0'\n")
     assert digest(shop) == DIGEST
+
+
+def test_the_spark_version_is_the_installed_pyspark_s_read_without_importing_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import importlib.metadata
+
+    import pyspark
+
+    from pyspark_kafka_upgrade._application.generation.signature import installed_spark_version
+
+    assert installed_spark_version() == pyspark.__version__
+
+    # A cluster image may ship pyspark without its metadata: it is asked then.
+    def no_metadata(name: str) -> str:
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(importlib.metadata, "version", no_metadata)
+    assert installed_spark_version() == pyspark.__version__

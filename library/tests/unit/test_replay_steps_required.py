@@ -23,7 +23,9 @@ STEPS = {
 
 
 def test_the_reference_query_applies_both_steps(spark: SparkSession) -> None:
-    frame = windowed_aggregates(PROJECT.query, kafka_rows(spark, []), project_recipe(PROJECT))
+    frame = windowed_aggregates(
+        PROJECT.query_module(), kafka_rows(spark, []), project_recipe(PROJECT)
+    )
     assert "window_start" in frame.columns
 
 
@@ -35,6 +37,6 @@ def test_a_query_without_a_step_is_refused_naming_it(
     assert STEPS[step] in source
     edited = with_query_source(PROJECT, source.replace(STEPS[step], ""), tmp_path)
     with pytest.raises(ReplayFilterMissingError) as refused:
-        windowed_aggregates(edited.query, kafka_rows(spark, []), project_recipe(PROJECT))
+        windowed_aggregates(edited.query_module(), kafka_rows(spark, []), project_recipe(PROJECT))
     assert f"(steps.{step})" in str(refused.value)
     assert refused.value.exit_code == 2

@@ -13,12 +13,14 @@ from importlib import resources
 
 from pyspark_kafka_upgrade import Project
 
-from {{ cookiecutter.package_name }} import __version__, events, query
+from {{ cookiecutter.package_name }} import __version__, events
 
 PROJECT = Project(
     command="{{ cookiecutter.package_name }}",
     version=__version__,
     defaults=resources.files(__package__).joinpath("defaults.toml").read_text("utf-8"),
     events=events.EVENTS,
-    query=query,
+    # By name: imported by the command that builds the query (run) and by it
+    # alone, so that `upgrade plan` and `apply`, the pipeline's downtime, never import Spark.
+    query="{{ cookiecutter.package_name }}.query",
 )

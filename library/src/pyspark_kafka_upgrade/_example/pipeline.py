@@ -5,12 +5,13 @@ from __future__ import annotations
 from importlib import resources
 
 from pyspark_kafka_upgrade import Project, __version__
-from pyspark_kafka_upgrade._example import events, query
+from pyspark_kafka_upgrade._example import events
 
 PROJECT = Project(
     command="page_views_pipeline",
     version=__version__,
     defaults=resources.files(__package__).joinpath("defaults.toml").read_text("utf-8"),
     events=events.EVENTS,
-    query=query,
+    # By name: imported by the commands that build the query, and by them only.
+    query="pyspark_kafka_upgrade._example.query",
 )

@@ -63,7 +63,7 @@ def run_refusal(old: Project, new: Project, tmp_path: Path) -> str | None:
 
 
 def query_source(project: Project) -> str:
-    return inspect.getsource(project.query)
+    return inspect.getsource(project.query_module())
 
 
 def with_query_source(project: Project, source: str, tmp_path: Path) -> Project:

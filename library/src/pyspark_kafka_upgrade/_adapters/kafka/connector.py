@@ -11,8 +11,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Mapping
-
-from pyspark.sql import DataFrame, SparkSession
+from typing import TYPE_CHECKING
 
 from pyspark_kafka_upgrade._adapters.kafka.access import check_access
 from pyspark_kafka_upgrade._adapters.kafka.credentials import login_options
@@ -33,6 +32,10 @@ from pyspark_kafka_upgrade._core.settings import KafkaSettings
 from pyspark_kafka_upgrade._domain.errors import ConfigError
 from pyspark_kafka_upgrade._domain.values.catalog import SOURCE_FORMATS, Connector
 from pyspark_kafka_upgrade._domain.values.offsets import PartitionKey, format_offsets, unflatten
+
+if TYPE_CHECKING:
+    # Types only: `upgrade plan` opens Kafka through this module and never starts Spark.
+    from pyspark.sql import DataFrame, SparkSession
 
 # The built-in source names the partitions of a batch read this way; a subscription would
 # need every partition of the topics in both offset documents.

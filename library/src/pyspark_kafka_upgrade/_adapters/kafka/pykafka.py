@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Iterator, Sequence
+from dataclasses import astuple, dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -102,6 +103,15 @@ class PyKafkaDataSource(DataSource):
         return parse_options(self.options)
 
 
+@dataclass(frozen=True)
+class RangePartition(OffsetRange, InputPartition):
+    """An offset range as Spark's Python data source API takes a partition: one task."""
+
+    @classmethod
+    def of(cls, offsets: OffsetRange) -> RangePartition:
+        return cls(*astuple(offsets))
+
+
 class PyKafkaBatchReader(DataSourceReader):
     """A batch read of exact offsets, ``startingOffsets`` to ``endingOffsets`` (JSON).
 
@@ -128,7 +138,7 @@ class PyKafkaBatchReader(DataSourceReader):
 
     def partitions(self) -> Sequence[InputPartition]:
         return [
-            OffsetRange(topic, partition, self._begin[(topic, partition)], end)
+            RangePartition(topic, partition, self._begin[(topic, partition)], end)
             for (topic, partition), end in sorted(self._end.items())
             if (topic, partition) in self._begin and end > self._begin[(topic, partition)]
         ]
@@ -207,12 +217,13 @@ class PyKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         # A restart begins with partitions(X, X) at the checkpointed offset.
         self._position = end_offsets
         fail = self._options.fail_on_data_loss
-        return plan_ranges(
+        ranges = plan_ranges(
             offsets_from_json_object(start),
             end_offsets,
             earliest=lambda keys: self._client().earliest(keys),
             report_data_loss=partial(report_data_loss, fail=fail),
         )
+        return [RangePartition.of(offsets) for offsets in ranges]
 
     def commit(self, end: dict[str, Any]) -> None:
         """Nothing to do: the source never commits offsets to Kafka, as the built-in."""

@@ -5,14 +5,16 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
-from pyspark.sql.datasource import InputPartition
-
 from pyspark_kafka_upgrade._domain.values.offsets import Offsets, PartitionKey, flatten
 
 
 @dataclass(frozen=True)
-class OffsetRange(InputPartition):
-    """Records ``start`` (inclusive) to ``end`` (exclusive) of one partition; one Spark task."""
+class OffsetRange:
+    """Records ``start`` (inclusive) to ``end`` (exclusive) of one partition.
+
+    Without Spark: `upgrade plan` reads these ranges too, and must not wait for pyspark's
+    import. The source gives Spark a :class:`~pykafka.RangePartition`, one task each.
+    """
 
     topic: str
     partition: int

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 from confluent_kafka import (
@@ -10,20 +10,10 @@ from confluent_kafka import (
     TIMESTAMP_LOG_APPEND_TIME,
     TIMESTAMP_NOT_AVAILABLE,
 )
-from pyspark.sql.types import (
-    ArrayType,
-    BinaryType,
-    IntegerType,
-    LongType,
-    StringType,
-    StructField,
-    StructType,
-    TimestampType,
-)
 
-HEADERS_TYPE = ArrayType(
-    StructType([StructField("key", StringType()), StructField("value", BinaryType())])
-)
+if TYPE_CHECKING:
+    from pyspark.sql.types import StructType
+
 # The column holds Java's TimestampType ids, as the built-in source writes them; librdkafka
 # numbers the same kinds differently.
 TIMESTAMP_TYPE_IDS = {
@@ -34,6 +24,18 @@ TIMESTAMP_TYPE_IDS = {
 
 
 def spark_schema(include_headers: bool) -> StructType:
+    # Spark's types only here: the scan of `upgrade plan` reads Arrow batches without Spark.
+    from pyspark.sql.types import (
+        ArrayType,
+        BinaryType,
+        IntegerType,
+        LongType,
+        StringType,
+        StructField,
+        StructType,
+        TimestampType,
+    )
+
     fields = [
         StructField("key", BinaryType()),
         StructField("value", BinaryType()),
@@ -44,7 +46,8 @@ def spark_schema(include_headers: bool) -> StructType:
         StructField("timestampType", IntegerType()),
     ]
     if include_headers:
-        fields.append(StructField("headers", HEADERS_TYPE))
+        header = StructType([StructField("key", StringType()), StructField("value", BinaryType())])
+        fields.append(StructField("headers", ArrayType(header)))
     return StructType(fields)
 
 

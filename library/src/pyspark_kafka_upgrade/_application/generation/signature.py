@@ -14,11 +14,12 @@ from __future__ import annotations
 import ast
 import hashlib
 import importlib
+import importlib.metadata
 import importlib.util
 import inspect
+import sys
+from importlib.abc import InspectLoader
 from types import ModuleType
-
-import pyspark
 
 from pyspark_kafka_upgrade._adapters.sink.opening import open_sink
 from pyspark_kafka_upgrade._core.query import aggregate_types
@@ -66,8 +67,20 @@ def derive_signature(
         sink_format=settings.sink.format,
         sink_path=open_sink(settings.sink.format, layout.root).location(layout.generation),
         output_mode=OUTPUT_MODE,
-        spark_version=spark_version or pyspark.__version__,
+        spark_version=spark_version or installed_spark_version(),
     )
+
+
+def installed_spark_version() -> str:
+    """The installed pyspark's version, without importing pyspark (a quarter of a second of
+    `upgrade plan`'s downtime); a runtime that ships pyspark without its metadata (a
+    cluster image) is asked the slow way."""
+    try:
+        return importlib.metadata.version("pyspark")
+    except importlib.metadata.PackageNotFoundError:
+        import pyspark
+
+        return str(pyspark.__version__)
 
 
 # The project's modules that declare rather than compute: their changes are seen elsewhere
@@ -75,7 +88,7 @@ def derive_signature(
 _NOT_THE_QUERY = frozenset({"__init__", "__main__", "cli", "pipeline", "events"})
 
 
-def query_digest(module: ModuleType) -> str:
+def query_digest(query: ModuleType | str) -> str:
     """``sha256:`` and 16 hex digits of the query's code: the query module and every module
     of the project's own package that it imports, as syntax trees without docstrings.
 
@@ -83,22 +96,24 @@ def query_digest(module: ModuleType) -> str:
     the code does does. The tree is written out canonically (node names and the fields that
     hold something), so that the same code gives the same digest on every Python from 3.11.
     """
-    package = module.__name__.rpartition(".")[0]
+    query_name = query if isinstance(query, str) else query.__name__
+    package = query_name.rpartition(".")[0]
     # Named relative to the project's package, the query module as "<query>": renaming the
     # package or loading the module under another name is no change to the code.
     named = {
-        "<query>" if name == module.__name__ else name.removeprefix(package + "."): tree
-        for name, tree in _query_trees(module).items()
+        "<query>" if name == query_name else name.removeprefix(package + "."): tree
+        for name, tree in _query_trees(query_name).items()
     }
     parts = [f"{name}\n{_canonical(tree)}" for name, tree in sorted(named.items())]
     return "sha256:" + hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
 
-def _query_trees(module: ModuleType) -> dict[str, ast.Module]:
-    """The syntax trees of ``module`` and of the project modules it imports, by name."""
-    package = module.__name__.rpartition(".")[0]
+def _query_trees(query_name: str) -> dict[str, ast.Module]:
+    """The syntax trees of the query module and of the project modules it imports, by name,
+    read from their files: none is imported (a query module imports Spark)."""
+    package = query_name.rpartition(".")[0]
     trees: dict[str, ast.Module] = {}
-    pending = [module.__name__]
+    pending = [query_name]
     while pending:
         name = pending.pop()
         if name in trees:
@@ -126,8 +141,18 @@ def _is_module(name: str) -> bool:
 
 def _source(name: str) -> str:
     try:
-        return inspect.getsource(importlib.import_module(name))
-    except (OSError, TypeError) as error:
+        # One loaded already (or from a file under a name of its own, as tests do) is read
+        # through its module; any other through its loader, without running it.
+        loaded = sys.modules.get(name)
+        if loaded is not None:
+            return inspect.getsource(loaded)
+        spec = importlib.util.find_spec(name)
+        loader = None if spec is None else spec.loader
+        source = loader.get_source(name) if isinstance(loader, InspectLoader) else None
+        if source is None:
+            raise OSError("no source file")
+        return source
+    except (OSError, TypeError, ImportError) as error:
         raise ConfigError(
             f"the source of the query module {name} cannot be read ({error}); install the "
             "project with its .py files"

@@ -116,7 +116,7 @@ def run_phases(
 ) -> list[Phase]:
     """The phases of a run: the replay batch alone when it must be, then both queries."""
     recipe = recipe_of(settings, start)
-    query = settings.project.query
+    query = settings.project.query_module()
     trigger = Trigger(interval=settings.sink.trigger_interval, available_now=available_now)
     kafka = settings.kafka
     output = open_sink(settings.sink.format, layout.root)

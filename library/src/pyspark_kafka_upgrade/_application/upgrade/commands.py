@@ -19,10 +19,8 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from pyspark.sql import SparkSession
-
-from pyspark_kafka_upgrade._adapters.spark.session import command_session
 from pyspark_kafka_upgrade._adapters.storage.filesystem import absolute_uri
 from pyspark_kafka_upgrade._adapters.storage.run_lock import RunLock
 from pyspark_kafka_upgrade._application.upgrade.apply import APPLY_STEPS, apply_plan, roll_back
@@ -58,6 +56,9 @@ from pyspark_kafka_upgrade._domain.records.record_errors import (
 from pyspark_kafka_upgrade._domain.records.store import OffsetStore
 from pyspark_kafka_upgrade._domain.values.layout import GenerationLayout
 
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
 __all__ = [
     "APPLY_STEPS",
     "apply_command",
@@ -68,7 +69,23 @@ __all__ = [
 ]
 
 # Only a ledger on a Hadoop filesystem asks for a session; it reads no Kafka, so no jars.
-Session = Callable[[], SparkSession]
+Session = Callable[[], "SparkSession"]
+
+
+def _session(settings: Settings, given: Session | None) -> Session:
+    """Spark for a ledger on a Hadoop filesystem, imported and started only when it asks:
+    these commands are the pipeline's downtime, and every other ledger needs no JVM."""
+
+    started: list[Session] = []
+
+    def start() -> SparkSession:
+        if not started:
+            from pyspark_kafka_upgrade._adapters.spark.session import command_session
+
+            started.append(command_session(settings, purpose="upgrade", given=given))
+        return started[0]()
+
+    return start
 
 
 def _stderr(line: str) -> None:
@@ -118,7 +135,7 @@ def plan_command(
     and its picture to ``plot``."""
     if plot is not None:
         check_plot_path(plot)  # before the scans: a bad name should not cost the downtime
-    with open_ledger(settings, command_session(settings, purpose="upgrade", given=spark)) as store:
+    with open_ledger(settings, _session(settings, spark)) as store:
         old = live_generation(store, settings.pipeline.name, settings.pipeline.root)
         if old.status is GenerationStatus.PLANNED and old.plan is not None:
             recorded = UpgradePlan.from_json(old.plan)
@@ -171,7 +188,7 @@ def show_command(
     if plot is not None:
         check_plot_path(plot)
         _refuse_other_pipeline(settings, plan, plan_file)  # its batches are in its own ledger
-        session = command_session(settings, purpose="upgrade", given=spark)
+        session = _session(settings, spark)
         with open_ledger(settings, session) as store:
             drawn = "\n" + draw_plan(store, plan, plot)
     if as_json:
@@ -195,7 +212,7 @@ def apply_command(
 ) -> str:
     """Apply ``plan_file`` exactly, or plan and apply in one step; ``after_step`` lets tests
     crash the command between steps."""
-    with open_ledger(settings, command_session(settings, purpose="upgrade", given=spark)) as store:
+    with open_ledger(settings, _session(settings, spark)) as store:
         if plan_file is not None:
             return _apply_reviewed(settings, store, plan_file, after_step)
         live = live_generation(store, settings.pipeline.name, settings.pipeline.root)
@@ -310,7 +327,7 @@ def _recorded_already(store: OffsetStore, plan: UpgradePlan, plan_file: Path) ->
 
 def rollback_command(settings: Settings, *, spark: Session | None = None) -> str:
     """Go back to the previous generation, if the new one has not committed a batch."""
-    with open_ledger(settings, command_session(settings, purpose="upgrade", given=spark)) as store:
+    with open_ledger(settings, _session(settings, spark)) as store:
         live = live_generation(store, settings.pipeline.name, settings.pipeline.root)
         if live.plan is None:
             raise RollbackRefusedError(

@@ -8,8 +8,7 @@ directories are untouched: each answer, or one line saying why the command stops
 from __future__ import annotations
 
 from collections.abc import Callable
-
-from pyspark.sql import SparkSession
+from typing import TYPE_CHECKING
 
 from pyspark_kafka_upgrade._adapters.checkpoint.reader import read_checkpoint
 from pyspark_kafka_upgrade._adapters.ledger.opening import ledger_exists, open_store
@@ -28,6 +27,9 @@ from pyspark_kafka_upgrade._domain.records.record_errors import (
 from pyspark_kafka_upgrade._domain.records.store import OffsetStore
 from pyspark_kafka_upgrade._domain.values.catalog import SinkFormat
 from pyspark_kafka_upgrade._domain.values.layout import GenerationLayout
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 
 def open_ledger(settings: Settings, spark: Callable[[], SparkSession]) -> OffsetStore:

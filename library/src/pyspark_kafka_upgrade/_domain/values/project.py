@@ -4,11 +4,15 @@ A generated project builds one :class:`Project` in its ``pipeline.py`` and hands
 library's CLI; the library reads nothing else of the project. The events are declared here as
 plain values, so that ``upgrade plan`` knows them without starting Spark; the query is the
 project's own module, whose steps the library calls and whose code the pipeline's signature
-fingerprints.
+fingerprints. Given by name, the module is imported only by the commands that build the query:
+the others (``upgrade plan`` and ``apply`` among them, the pipeline's downtime) never wait for
+the import of Spark that a query module brings.
 """
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import re
 from dataclasses import dataclass, field
 from types import ModuleType
@@ -51,9 +55,9 @@ class Project:
     # The text of the project's defaults.toml: the first layer of its settings.
     defaults: str
     events: tuple[EventField, ...]
-    # The project's query module: windowed_aggregates(raw, recipe) and
-    # malformed_records(raw, recipe), each a DataFrame from the Kafka rows.
-    query: ModuleType = field(repr=False)
+    # The project's query module, or its name ("package.query"): windowed_aggregates(raw,
+    # recipe) and malformed_records(raw, recipe), each a DataFrame from the Kafka rows.
+    query: ModuleType | str = field(repr=False)
 
     def __post_init__(self) -> None:
         if not _COMMAND.fullmatch(self.command):
@@ -66,14 +70,23 @@ class Project:
         repeated = sorted({name for name in names if names.count(name) > 1})
         if repeated:
             raise InvalidValueError(f"event fields {repeated} are declared more than once")
-        missing = [
-            name for name in QUERY_FUNCTIONS if not callable(getattr(self.query, name, None))
-        ]
-        if missing:
-            raise InvalidValueError(
-                f"the query module {self.query.__name__} defines no "
-                + " or ".join(f"{name}(raw, recipe)" for name in missing)
-            )
+        if isinstance(self.query, ModuleType):
+            _check_query(self.query)
+        elif not _findable(self.query):
+            raise InvalidValueError(f"the query module {self.query} is not found")
+
+    @property
+    def query_name(self) -> str:
+        """The query module's name, without importing it."""
+        return self.query.__name__ if isinstance(self.query, ModuleType) else self.query
+
+    def query_module(self) -> ModuleType:
+        """The query module, imported now if it was given by name."""
+        if isinstance(self.query, ModuleType):
+            return self.query
+        module = importlib.import_module(self.query)
+        _check_query(module)
+        return module
 
     @property
     def env_prefix(self) -> str:
@@ -83,3 +96,19 @@ class Project:
     def config_env_var(self) -> str:
         """The environment variable that names the settings file."""
         return self.env_prefix + "CONFIG"
+
+
+def _check_query(module: ModuleType) -> None:
+    missing = [name for name in QUERY_FUNCTIONS if not callable(getattr(module, name, None))]
+    if missing:
+        raise InvalidValueError(
+            f"the query module {module.__name__} defines no "
+            + " or ".join(f"{name}(raw, recipe)" for name in missing)
+        )
+
+
+def _findable(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
