@@ -100,10 +100,12 @@ def _command(entry: Mapping[str, Any], common: Mapping[str, Mapping[str, Any]]) 
 def _argument(
     command: str, given: Mapping[str, Any], common: Mapping[str, Mapping[str, Any]]
 ) -> Argument:
-    base = common.get(given.get("common", ""), None) if "common" in given else {}
+    own = dict(given)
+    name = own.pop("common", None)
+    base = {} if name is None else common.get(name)
     if base is None:
-        raise CommandTableError(f"{command}: no common argument {given['common']!r}")
-    merged = {**base, **{key: value for key, value in given.items() if key != "common"}}
+        raise CommandTableError(f"{command}: no common argument {name!r}")
+    merged = {**base, **own}
     flags = tuple(merged.pop("flags", ()))
     if not flags:
         raise CommandTableError(f"{command}: an argument without flags")
