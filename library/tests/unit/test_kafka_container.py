@@ -60,7 +60,9 @@ def test_a_confluent_image_runs_in_kraft_mode_on_loopback_with_the_test_settings
 ) -> None:
     monkeypatch.setattr(community_kafka, "KafkaContainer", FakeConfluentContainer)
 
-    container = kafka_container._created(parse_image("confluentinc/cp-kafka:8.2.0"), "slirp4netns")
+    image = parse_image("confluentinc/cp-kafka:8.2.0")
+    env = {"KAFKA_JVM_PERFORMANCE_OPTS": "-XX:TieredStopAtLevel=1"}
+    container = kafka_container._created(image, "slirp4netns", env)
 
     assert isinstance(container, FakeConfluentContainer)
     # Its own port: the class keeps 9092 for its inter-broker listener.
@@ -68,4 +70,6 @@ def test_a_confluent_image_runs_in_kraft_mode_on_loopback_with_the_test_settings
     assert container.ports == {"9093": ("127.0.0.1", None)}
     assert container.kraft and container.kwargs == {"network_mode": "slirp4netns"}
     assert container.env["KAFKA_AUTO_CREATE_TOPICS_ENABLE"] == "false"
+    # The test JVM's options, in place of the image's G1 tuning (testing._jvm).
+    assert container.env["KAFKA_JVM_PERFORMANCE_OPTS"] == "-XX:TieredStopAtLevel=1"
     assert container.start_timeout == kafka_container.START_TIMEOUT_S

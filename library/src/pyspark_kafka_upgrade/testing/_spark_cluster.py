@@ -19,6 +19,7 @@ from pathlib import Path
 import pyspark
 
 import pyspark_kafka_upgrade.testing._waiting as waiting
+from pyspark_kafka_upgrade.testing._jvm import executor_java_options
 from pyspark_kafka_upgrade.testing._processes import (
     dies_with_this_process,
     free_ports,
@@ -92,6 +93,7 @@ def standalone_cluster(directory: Path) -> Iterator[SparkCluster]:
                 f"spark.driver.host={LOOPBACK}",
                 f"spark.driver.bindAddress={LOOPBACK}",
                 "spark.ui.enabled=false",
+                f"spark.executor.extraJavaOptions={executor_java_options(env)}",
             ),
             worker_dir=Path(env["SPARK_WORKER_DIR"]),
         )

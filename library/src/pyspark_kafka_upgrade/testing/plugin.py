@@ -13,6 +13,9 @@ Loaded by the ``pytest11`` entry point wherever the library is installed. It giv
 - ``project``: the project under test, named by the ini option ``pyspark_kafka_upgrade_project``
   (``"package.pipeline:PROJECT"``), which a project must set: with no default, a project
   cannot test the library's reference pipeline by mistake.
+- Every JVM a test starts (Spark's, the broker's) runs with C1 only and the serial
+  collector (``_jvm``), unless the environment sets ``SPARK_SUBMIT_OPTS`` and
+  ``SPARK_DAEMON_JAVA_OPTS`` itself.
 - The report header names the backend, the Kafka version and the connector, and every
   test that needs a broker is marked ``integration``.
 
@@ -38,6 +41,7 @@ import pytest
 
 from pyspark_kafka_upgrade._domain.values.project import Project
 from pyspark_kafka_upgrade.testing._connector import connector_under_test
+from pyspark_kafka_upgrade.testing._jvm import use_test_jvm_options
 from pyspark_kafka_upgrade.testing._kafka.backend import (
     BACKEND_ENV_VAR,
     KafkaBackend,
@@ -102,6 +106,9 @@ _SECURED_FIXTURE = "secured_kafka"
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # Before any JVM starts, so that the session's, its subprocesses' and their children's
+    # inherit the options (an environment that sets its own keeps them).
+    use_test_jvm_options(os.environ)
     config.addinivalue_line(
         "markers",
         f"integration: needs a Kafka broker; {BACKEND_ENV_VAR}="

@@ -20,6 +20,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import IO
 
+from pyspark_kafka_upgrade.testing._jvm import KAFKA_JVM_VARIABLE
 from pyspark_kafka_upgrade.testing._kafka.apache_runtime import (
     ApacheRuntimeError,
     apache_runtime,
@@ -92,7 +93,14 @@ def apache_broker(
     # leftovers from an earlier run would carry its topics and offsets into this one.
     work_dir = Path(tempfile.mkdtemp(prefix="kafka-test-apache-"))
     try:
-        broker = ApacheBroker(java, jars, version, work_dir, layout or PlaintextListeners())
+        broker = ApacheBroker(
+            java,
+            jars,
+            version,
+            work_dir,
+            layout or PlaintextListeners(),
+            jvm_options=env.get(KAFKA_JVM_VARIABLE, "").split(),
+        )
         try:
             broker.start()
             yield broker
@@ -120,8 +128,13 @@ class ApacheBroker:
         version: str,
         work_dir: Path,
         layout: ListenerLayout,
+        *,
+        jvm_options: Sequence[str] = (),
     ) -> None:
+        """``jvm_options``: beside the heap's, as Kafka's scripts take
+        ``KAFKA_JVM_PERFORMANCE_OPTS`` (the plugin sets the test JVM's)."""
         self.version = version
+        self._jvm_options = (*_KAFKA_JVM_OPTIONS, *jvm_options)
         self.work_dir = work_dir
         self._layout = layout
         self.log_file = work_dir / "broker.log"
@@ -164,7 +177,7 @@ class ApacheBroker:
     def _java_command(self, main_class: str, *arguments: str) -> list[str]:
         return [
             self._java,
-            *_KAFKA_JVM_OPTIONS,
+            *self._jvm_options,
             f"-Dlog4j2.configurationFile={self._log4j}",
             "-cp",
             self._classpath,
@@ -317,7 +330,7 @@ class ApacheBroker:
         if self._process is not None:
             lines.append(f"pid {self._process.pid}, {describe_exit(self._process.poll())}")
         lines.append(
-            f"command: {self._java} {' '.join(_KAFKA_JVM_OPTIONS)} -cp <{self._jar_count} jars "
+            f"command: {self._java} {' '.join(self._jvm_options)} -cp <{self._jar_count} jars "
             f"from {self._jar_dir}> kafka.Kafka {self._properties}"
         )
         for title, path in (("broker log", self.log_file), ("JVM output", self._output_file)):

@@ -22,6 +22,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
 from typing import Any
 
+from pyspark_kafka_upgrade.testing._jvm import KAFKA_JVM_VARIABLE
 from pyspark_kafka_upgrade.testing._kafka.backend import (
     BACKEND_ENV_VAR,
     KafkaBackend,
@@ -134,7 +135,7 @@ def running_kafka(
             mode = network_mode(engine_name(client), env)
         finally:
             client.close()
-        container = _created(image, mode)
+        container = _created(image, mode, env)
     except KafkaContainerError:
         raise
     except Exception as exc:
@@ -167,9 +168,12 @@ def running_kafka(
         _remove(container)
 
 
-def _created(image: KafkaImage, mode: str | None) -> Any:
+def _created(image: KafkaImage, mode: str | None, env: Mapping[str, str]) -> Any:
     """The container, started; the cp-kafka class also waits for its broker to start."""
     container = _apache_container(image) if image.kind == "apache" else _confluent_container(image)
+    if env.get(KAFKA_JVM_VARIABLE):
+        # In place of the image's default (G1 and its tuning), as its scripts read it.
+        container.with_env(KAFKA_JVM_VARIABLE, env[KAFKA_JVM_VARIABLE])
     # A random host port on 127.0.0.1 only; testcontainers' own setters take no address.
     container.ports[str(image.port)] = ("127.0.0.1", None)
     if mode:
