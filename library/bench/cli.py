@@ -7,6 +7,7 @@ result, never on speed), render (the table; the results file).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 import time
@@ -22,6 +23,7 @@ from bench.kit import environment
 from bench.kit.context import Benchmark, Connector, Context
 from bench.record import BenchRecordError, BenchRun, Mode, Outcome, Status
 from pyspark_kafka_upgrade import testing
+from pyspark_kafka_upgrade.testing._jvm import use_test_jvm_options
 from pyspark_kafka_upgrade.testing._kafka.start import start_kafka_backend
 
 HERE = Path(__file__).resolve().parent
@@ -76,6 +78,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as error:
         parser.error(str(error))
     mode: Mode = "quick" if args.quick else "full"
+    if args.quick:
+        # A quick run checks and does not measure: its JVMs start as the tests' do, with C1
+        # only (a third less CPU on a CI machine), where a full run keeps the defaults.
+        use_test_jvm_options(os.environ)
     bench_run = run_benchmarks(chosen, mode, connectors, args.keep)
     print(table.render(bench_run))
     results = args.results or (RESULTS if mode == "full" else Path(tempfile.gettempdir()))
