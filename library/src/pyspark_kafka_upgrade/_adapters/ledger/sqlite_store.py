@@ -79,6 +79,10 @@ class SqliteOffsetStore(SqlOffsetStore[sqlite3.Connection]):
         return connection
 
     def _migrate(self) -> None:
+        # A ledger already at this version is only read: opening it takes no write lock, so
+        # a reader never waits on the job's write (nor on a job stopped in the middle of one).
+        if self._schema_is_current():
+            return
         self._connection.execute(
             "CREATE TABLE IF NOT EXISTS schema_version ("
             "version INTEGER PRIMARY KEY, applied_at_ms INTEGER NOT NULL)"
@@ -109,6 +113,16 @@ class SqliteOffsetStore(SqlOffsetStore[sqlite3.Connection]):
             (version + 1, now_ms()),
         )
         return True
+
+    def _schema_is_current(self) -> bool:
+        exists = self._connection.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'"
+        ).fetchone()
+        if exists is None:
+            return False
+        version = self._read_schema_version()
+        refuse_newer_schema(self._name, version)
+        return version == LEDGER_SCHEMA_VERSION
 
     def _read_schema_version(self) -> int:
         row = self._connection.execute("SELECT MAX(version) FROM schema_version").fetchone()
