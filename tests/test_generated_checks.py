@@ -87,7 +87,8 @@ def test_the_default_project_passes_its_own_make_test_on_a_kafka_container(
     check_container_header(lines, kafka_image)
 
 
-@pytest.mark.xdist_group("other suites")
+# Beside the library's integration suite, in its worker (tests/test_library.py says why).
+@pytest.mark.xdist_group("library")
 def test_a_project_with_every_answer_changed_passes_its_own_make_test(tmp_path: Path) -> None:
     # Apache Kafka as a local process, with the other connector: the broker teams run.
     project = bake(tmp_path / "baked", **OTHER_ANSWERS)

@@ -1,5 +1,5 @@
-"""`make test` keeps each xdist group on one worker: the library's integration suite and its
-benchmarks on one, the other suites on the other, which is what keeps CI within its budget.
+"""`make test` keeps each xdist group on one worker: the library's integration suite and a
+project's suite on one, the other suites on the other, which is what keeps CI within its budget.
 
 pytest-xdist's loadgroup marks a test by rewriting its node id, which pytest 9.2 ignores:
 the groups were then spread over both workers without a word (pytest-xdist issue 1386), and
@@ -32,7 +32,7 @@ SUITE = textwrap.dedent(
         time.sleep(2)
 
     @pytest.mark.xdist_group("library")
-    def test_its_benchmarks():
+    def test_a_project_suite():
         _ran("library")
 
     @pytest.mark.xdist_group("other suites")
