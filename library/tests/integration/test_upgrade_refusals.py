@@ -172,8 +172,18 @@ def cli_without_java(
         "JAVA_HOME": str(cwd / "no-java-here"),
         "PYTHONPATH": os.pathsep.join(p for p in sys.path if p),
     }
+    # -X importtime: every module the command imports, on stderr (imported_spark reads it).
     return subprocess.run(
-        [sys.executable, "-m", MODULE, *arguments[:2], *options, *arguments[2:]],
+        [
+            sys.executable,
+            "-X",
+            "importtime",
+            "-m",
+            MODULE,
+            *arguments[:2],
+            *options,
+            *arguments[2:],
+        ],
         cwd=cwd,
         env=env,
         capture_output=True,
@@ -181,6 +191,16 @@ def cli_without_java(
         timeout=300,
         check=False,
     )
+
+
+def imported_spark(importtime: str) -> list[str]:
+    """The modules of pyspark and py4j in ``python -X importtime``'s report."""
+    names = (
+        line.rsplit("|", 1)[1].strip()
+        for line in importtime.splitlines()
+        if line.startswith("import time:")
+    )
+    return [name for name in names if name.split(".")[0] in ("pyspark", "py4j")]
 
 
 def test_a_reviewed_plan_is_made_and_applied_without_a_jvm(
@@ -193,6 +213,8 @@ def test_a_reviewed_plan_is_made_and_applied_without_a_jvm(
     assert f"Plan written to {plan_file}" in planned.stdout
     applied = cli_without_java(options, "upgrade", "apply", str(plan_file), cwd=tmp_path)
     assert applied.returncode == 0, applied.stderr
+    # The pipeline is down meanwhile: importing Spark's modules (0.3 s) would lengthen that.
+    assert imported_spark(planned.stderr) == [] and imported_spark(applied.stderr) == []
     assert "generation 2 planned and applied" in applied.stdout
     # The open window 10:30-10:40 holds events 30..39: offsets 15..19 of each partition.
     starts = json.dumps({topic: {"0": 15, "1": 15}}, separators=(",", ":"))

@@ -25,14 +25,10 @@ would be read through its whole log, damaged files included.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.streaming.query import StreamingQuery
-
 from pyspark_kafka_upgrade._adapters.sink.integrity import check_generation, read_generation_log
-from pyspark_kafka_upgrade._adapters.sink.union import union_generations
-from pyspark_kafka_upgrade._adapters.sink.writer import start_file_sink
 from pyspark_kafka_upgrade._adapters.storage.filesystem import location_key, open_location
 from pyspark_kafka_upgrade._domain.records.damage import DamagedFile, FileReadFailure
 from pyspark_kafka_upgrade._domain.records.sink import (
@@ -49,6 +45,10 @@ from pyspark_kafka_upgrade._domain.values.layout import (
     parse_generation_directory_name,
     quarantine_root,
 )
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.streaming.query import StreamingQuery
 
 __all__ = ["FileSink"]
 
@@ -90,6 +90,10 @@ class FileSink(Sink):
         checkpoint: str,
         trigger: Trigger,
     ) -> StreamingQuery:
+        # Spark's modules load with the first write or read: `upgrade plan` and `apply` open
+        # the sink only to list what each generation committed, with the pipeline down.
+        from pyspark_kafka_upgrade._adapters.sink.writer import start_file_sink
+
         return start_file_sink(
             frame,
             query_name=query_name,
@@ -153,6 +157,8 @@ class FileSink(Sink):
 
     def read(self, spark: SparkSession, outputs: Sequence[GenerationOutput]) -> DataFrame:
         readable = require_committed(outputs)
+        from pyspark_kafka_upgrade._adapters.sink.union import union_generations
+
         return union_generations(readable, [self._load(spark, output) for output in readable])
 
     def damage_in(
