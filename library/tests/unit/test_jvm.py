@@ -1,4 +1,4 @@
-"""Every JVM a test starts runs with C1 only and the serial collector, unless the
+"""Every JVM a test starts runs with C1 only, unless the
 environment says otherwise: the session's own JVM here, its subprocesses through the
 environment the plugin sets."""
 
@@ -20,11 +20,11 @@ def test_an_environment_without_options_gets_the_test_options() -> None:
     use_test_jvm_options(env)
     assert env == {
         "PATH": "/bin",
-        "SPARK_SUBMIT_OPTS": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
-        "SPARK_DAEMON_JAVA_OPTS": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
-        "KAFKA_JVM_PERFORMANCE_OPTS": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+        "SPARK_SUBMIT_OPTS": "-XX:TieredStopAtLevel=1",
+        "SPARK_DAEMON_JAVA_OPTS": "-XX:TieredStopAtLevel=1",
+        "KAFKA_JVM_PERFORMANCE_OPTS": "-XX:TieredStopAtLevel=1",
     }
-    assert executor_java_options(env) == "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+    assert executor_java_options(env) == "-XX:TieredStopAtLevel=1"
 
 
 def test_options_the_environment_sets_even_empty_are_kept() -> None:

@@ -172,7 +172,7 @@ def _created(image: KafkaImage, mode: str | None, env: Mapping[str, str]) -> Any
     """The container, started; the cp-kafka class also waits for its broker to start."""
     container = _apache_container(image) if image.kind == "apache" else _confluent_container(image)
     if env.get(KAFKA_JVM_VARIABLE):
-        # In place of the image's default (G1 and its tuning), as its scripts read it.
+        # In place of the image's default (its G1 tuning), as its scripts read it.
         container.with_env(KAFKA_JVM_VARIABLE, env[KAFKA_JVM_VARIABLE])
     # A random host port on 127.0.0.1 only; testcontainers' own setters take no address.
     container.ports[str(image.port)] = ("127.0.0.1", None)
