@@ -2,12 +2,11 @@
 the Apache Kafka broker.
 
 A test's JVM lives seconds to minutes on little data, where the optimising JIT compiler
-(C2) costs more CPU than it ever saves: with C1 only (and the serial collector, since
-dropped), an integration test of the upgrade here spent a third less CPU (74 s instead of
-112 s) and its wall time fell by 12 %, more where tests share two cores. Nothing a test
-checks depends on the compiler. The collector stays the JVM's own: with the serial one,
-`output show --limit 1000000` ran out of a 1 GiB heap that G1 serves. A value already in
-the environment, even an empty one, is kept.
+(C2) costs more CPU than it ever saves: with C1 only, an integration test of the upgrade
+here spent a third less CPU and its wall time fell by 12 %, more where tests share two
+cores. Nothing a test checks depends on the compiler. The collector stays the JVM's own:
+with the serial one, `output show --limit 1000000` ran out of a 1 GiB heap that G1 serves.
+A value already in the environment, even an empty one, is kept.
 """
 
 from __future__ import annotations
