@@ -1,10 +1,11 @@
 """Read the ranges a plan needs straight from Kafka and fold them, without starting Spark.
 
-Each range streams through the source's own range reader in Arrow batches of at most
-``partition_reader.BATCH_RECORDS`` records, each value parsed by ``event_parser`` (the
-pure-Python mirror of the job's Spark parser, checked against it by a unit test), and folded
-at once by ``tightening.scan_partition`` or ``late_records.count_waiting``. Memory stays
-bounded whatever the range's length: no record outlives its batch.
+Each range streams through the source's own range reader (``read_records``: the records
+``read_range`` reads, as plain lists) in batches of at most ``partition_reader.BATCH_RECORDS``
+records, each batch's values judged by ``event_fast_path`` (exactly as ``event_parser``, the
+pure-Python mirror of the job's Spark parser checked against it by a unit test, judges each),
+and folded at once by ``tightening.scan_batches`` or ``late_records.count_waiting_batches``.
+Memory stays bounded whatever the range's length: no record outlives its batch.
 
 Parsing is CPU-bound Python, so a large scan spreads its partitions over worker processes,
 one per core. A small one stays in this process, where a worker's start would cost more than
@@ -21,18 +22,17 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from dataclasses import dataclass
 from typing import Any
 
-import pyarrow as pa
-
 from pyspark_kafka_upgrade._adapters.kafka.options import SourceOptions
-from pyspark_kafka_upgrade._adapters.kafka.partition_reader import read_range
+from pyspark_kafka_upgrade._adapters.kafka.partition_reader import read_records
 from pyspark_kafka_upgrade._adapters.kafka.ranges import OffsetRange
+from pyspark_kafka_upgrade._application.upgrade.event_fast_path import FastEventParser
 from pyspark_kafka_upgrade._core.planner.decide import ScanRequest, ScanResults
-from pyspark_kafka_upgrade._core.planner.late_records import count_waiting
-from pyspark_kafka_upgrade._core.planner.tightening import scan_partition
+from pyspark_kafka_upgrade._core.planner.late_records import count_waiting_batches
+from pyspark_kafka_upgrade._core.planner.tightening import scan_batches
 from pyspark_kafka_upgrade._core.query.event_parser import EventParser
 from pyspark_kafka_upgrade._domain.records.scans import (
     PartitionScan,
-    Record,
+    RecordBatch,
     ScanRange,
     WaitingScan,
 )
@@ -58,31 +58,32 @@ class EventSource:
     time_field: str
     max_value_bytes: int
 
-    def parser(self) -> EventParser:
-        return EventParser(
+    def parser(self) -> FastEventParser:
+        mirror = EventParser(
             events=self.events,
             time_source=self.time_source,
             time_field=self.time_field,
             max_value_bytes=self.max_value_bytes,
         )
+        return FastEventParser(mirror, self.max_value_bytes)
 
 
 def event_times(
     source: EventSource,
     span: ScanRange,
-    parser: EventParser,
+    parser: FastEventParser,
     on_batch: Callable[[int], None] = lambda records: None,
-) -> Iterator[Record]:
-    """(offset, event time) of every record in ``span``, streamed batch by batch;
-    ``on_batch`` hears how many records each batch held, once it is folded."""
+) -> Iterator[RecordBatch]:
+    """The offsets and event times of the records in ``span``, batch by batch; ``on_batch``
+    hears how many records each batch held, once it is folded."""
     topic, number = span.partition
-    for batch in read_range(source.options, OffsetRange(topic, number, span.start, span.end)):
-        offsets = batch.column("offset").to_pylist()
-        values = batch.column("value").to_pylist()
-        # Microseconds, as Spark's timestamp column holds them.
-        stamps = batch.column("timestamp").cast(pa.int64()).to_pylist()
-        yield from zip(offsets, map(parser.event_time_ms, values, stamps), strict=True)
-        on_batch(len(offsets))
+    for batch in read_records(source.options, OffsetRange(topic, number, span.start, span.end)):
+        count = len(batch.offsets)
+        # Microseconds, as Spark's timestamp column holds them; the parser reads them only
+        # when the Kafka time is the event time.
+        stamps = [ms * 1000 for ms in batch.timestamps_ms] if parser.kafka_time else [None] * count
+        yield batch.offsets, parser.event_times_ms(batch.values, stamps)
+        on_batch(count)
 
 
 def run_scans(
@@ -130,8 +131,8 @@ def _fold(
     idle = span.start >= span.end or bound is None
     records = () if idle else event_times(source, span, source.parser(), on_batch)
     if kind == "replay":
-        return scan_partition(span, records, request.t_min)
-    return count_waiting(span, records, bound)
+        return scan_batches(span, records, request.t_min)
+    return count_waiting_batches(span, records, bound)
 
 
 def _here(
