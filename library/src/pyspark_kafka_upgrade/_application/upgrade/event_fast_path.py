@@ -147,12 +147,14 @@ class FastEventParser:
             return None
         if set(map(type, documents)) != {dict}:
             return None
-        # Each value holds one "{" at least; one each means no object is nested in another.
-        flat = joined.count(b"{") == len(values)
-        keys = sum(map(len, documents)) if flat else sum(map(_keys, documents))
-        # Per value '":' counts its keys written at least, and keys kept at most: equal sums
-        # make every value's equal.
-        return documents if keys == _keys_written(joined) else None
+        # Per value, '":' counts its keys written at least, which are at least the keys kept
+        # at any depth, which are at least those kept at the top: equal sums of the first
+        # and the last make every value's counts equal. Only nested objects can keep them
+        # apart (their keys are not at the top), and only then are they walked.
+        written = _keys_written(joined)
+        if sum(map(len, documents)) == written or sum(map(_keys, documents)) == written:
+            return documents
+        return None
 
     def _by_column(
         self, documents: list[dict[str, Any]], kafka_us: Sequence[int | None]
