@@ -1,7 +1,8 @@
 """The tightening scan at scale: its records/s against a raw consumer, and its memory.
 
 Two topics of page views 100 ms of event time apart, record j in partition j mod 4 (small:
-40k records quick, 1M full; large: 400k quick, 10M full). The scan is
+40k records quick, 1M full; large: ``event_scan.PARALLEL_FROM_RECORDS`` (800k) quick, 10M
+full). The scan is
 ``event_scan.run_scans``, the code `upgrade plan` runs, over each partition's [0, end),
 T_min at the last 0.1% of the records: the whole range is read and folded, and the first
 feeding record is near the end. Each scan runs in a fresh child process, as `upgrade plan`
@@ -62,7 +63,8 @@ Found = dict[int, dict[str, Any]]
 
 def run(ctx: Context) -> Result:
     # Quick: the large topic just reaches the size at which run_scans starts workers.
-    small, large = ctx.size(40_000, 1_000_000), ctx.size(400_000, 10_000_000)
+    small = ctx.size(40_000, 1_000_000)
+    large = ctx.size(event_scan.PARALLEL_FROM_RECORDS, 10_000_000)
     problems: list[str] = []
     topic = {size: fill(ctx, size) for size in (small, large)}
     for size in (small, large):

@@ -14,9 +14,10 @@ import pyspark_kafka_upgrade.testing._fake_world as fake
 import support.sinks as sinks
 from pyspark_kafka_upgrade._application.upgrade import event_scan
 from pyspark_kafka_upgrade._application.upgrade import gather as gathering
+from pyspark_kafka_upgrade._application.upgrade.event_fast_path import FastEventParser
 from pyspark_kafka_upgrade._application.upgrade.event_scan import EventSource
-from pyspark_kafka_upgrade._core.query.event_parser import EventParser
-from pyspark_kafka_upgrade._domain.records.scans import Record, ScanRange
+from pyspark_kafka_upgrade._core.planner.tightening import in_batches
+from pyspark_kafka_upgrade._domain.records.scans import RecordBatch, ScanRange
 from pyspark_kafka_upgrade._domain.values.layout import GenerationLayout
 
 
@@ -26,9 +27,9 @@ def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[fake.Worl
     made = fake.make_world(tmp_path / "world")
 
     def records(
-        source: EventSource, span: ScanRange, parser: EventParser, on_batch: Any = None
-    ) -> Iterator[Record]:
-        yield from made.scan(span.partition, span.start, span.end)
+        source: EventSource, span: ScanRange, parser: FastEventParser, on_batch: Any = None
+    ) -> Iterator[RecordBatch]:
+        yield from in_batches(made.scan(span.partition, span.start, span.end))
 
     monkeypatch.setattr(gathering, "open_broker", lambda settings: made.broker)
     monkeypatch.setattr(event_scan, "event_times", records)

@@ -5,13 +5,14 @@ asks the mirror about every row under two rules. Where Spark finds a valid event
 t, the mirror gives t or says it is unsure: the one-sided property a scan needs, since it
 restarts a partition at the first record it takes to be at or after a bound. Where the
 mirror is sure, its (reason, event time) is Spark's (``malformed_reason``,
-``unix_micros(event_time)``) exactly. The hand-written edges and the behaviours pinned down
-against Spark must never be unsure; near Jackson's limits the mirror must be unsure (and
-Spark's verdict there is pinned down too); the hypothesis corpora (valid events, type
-variations, random timestamps, byte mutations) may be, but only rarely. An adversarial
-corpus checks the one-sided property on its own. Tests without Spark check the calendar
-against ``datetime``, that no input makes the mirror raise, and that the rules' check
-catches a mirror that is sure and wrong.
+``unix_micros(event_time)``) exactly. The scan's fast path (``event_fast_path``) must give
+``event_time_ms``'s answer for every record of every Spark test, so it is held to Spark too.
+The hand-written edges and the behaviours pinned down against Spark must never be unsure;
+near Jackson's limits the mirror must be unsure (and Spark's verdict there is pinned down
+too); the hypothesis corpora (valid events, type variations, random timestamps, byte
+mutations) may be, but only rarely. An adversarial corpus checks the one-sided property on
+its own. Tests without Spark check the calendar against ``datetime``, that no input makes
+the mirror raise, and that the rules' check catches a mirror that is sure and wrong.
 
 They run on both ends of the supported Spark range (``constraints.txt``,
 ``constraints-oldest.txt``).
@@ -40,6 +41,7 @@ from pyspark_kafka_upgrade._adapters.kafka.schema import (
 from pyspark_kafka_upgrade._adapters.spark.parsing import (
     parse_events,
 )
+from pyspark_kafka_upgrade._application.upgrade.event_fast_path import FastEventParser
 from pyspark_kafka_upgrade._core.query.columns import (
     EVENT_TIME,
     MALFORMED_REASON,
@@ -178,12 +180,37 @@ def _rule_breaks(
     return problems, unsure
 
 
+def _scan_breaks(config: Config, records: Sequence[Record]) -> list[str]:
+    """Where the scan's fast path answers otherwise than ``event_time_ms``: over the records
+    as one batch and in batches of 16, with the Kafka timestamps as the scan passes them."""
+    mirror = config.parser()
+    fast = FastEventParser(mirror, config.max_value_bytes)
+    values = [value for value, _ in records]
+    stamps = [stamp for _, stamp in records]
+    expected = list(map(mirror.event_time_ms, values, stamps))
+    passed = stamps if fast.kafka_time else [None] * len(records)
+    whole = fast.event_times_ms(values, passed)
+    chunked = [
+        answer
+        for start in range(0, len(records), 16)
+        for answer in fast.event_times_ms(values[start : start + 16], passed[start : start + 16])
+    ]
+    return [
+        f"#{offset} {_show(values[offset])} ts={stamps[offset]}: event_time_ms {want}, "
+        f"the fast path {one} (as one batch), {chunk} (in batches of 16)"
+        for offset, (want, one, chunk) in enumerate(zip(expected, whole, chunked, strict=True))
+        if not want == one == chunk
+    ]
+
+
 def _assert_mirrors(
     spark: SparkSession, config: Config, records: Sequence[Record], *, unsure_allowed: float = 0
 ) -> list[Answer]:
-    """Spark's answers, once the mirror was found to keep both rules."""
+    """Spark's answers, once the mirror was found to keep both rules, and the scan's fast
+    path to answer as the mirror does."""
     answers = _spark_answers(spark, config, records)
     problems, unsure = _rule_breaks(config.parser(), records, answers)
+    problems += _scan_breaks(config, records)
     assert not problems, f"{len(problems)} of {len(records)} differ:\n" + "\n".join(problems[:25])
     assert len(unsure) <= unsure_allowed * len(records), (
         f"unsure of {len(unsure)} of {len(records)} records: "
@@ -1154,6 +1181,7 @@ def test_the_calendar_agrees_with_datetime(
 def test_no_input_makes_it_raise(value: bytes) -> None:
     for config in CONFIGS:
         parser = config.parser()
+        fast = FastEventParser(parser, config.max_value_bytes)
         for stamp in (None, KAFKA_US):
             parsed = parser.parse(value, stamp)
             # Short texts reach no limit of Jackson's; the generated objects may repeat a key.
@@ -1166,6 +1194,8 @@ def test_no_input_makes_it_raise(value: bytes) -> None:
                 else parsed.event_time_us // 1000
             )
             assert parser.event_time_ms(value, stamp) == expected
+            assert fast.event_time_ms(value, stamp) == expected
+            assert fast.event_times_ms([value] * 20, [stamp] * 20) == [expected] * 20
 
 
 def test_event_time_ms_floors() -> None:

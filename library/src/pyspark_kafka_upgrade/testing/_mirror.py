@@ -2,7 +2,9 @@
 
 ``upgrade plan`` reads event times with the mirror, without a JVM. A project checks it on
 records of its own schema: every record the mirror is sure of must get Spark's verdict and
-event time exactly; where it is unsure, the plan replays more, which is safe.
+event time exactly; where it is unsure, the plan replays more, which is safe. The scan
+judges a batch at once on a fast path that must answer as the mirror does, record by record:
+it is held to that too.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from pyspark_kafka_upgrade import steps
+from pyspark_kafka_upgrade._application.upgrade.event_fast_path import FastEventParser
 from pyspark_kafka_upgrade._core.query.columns import EVENT_TIME, MALFORMED_REASON
 from pyspark_kafka_upgrade._core.query.event_parser import EventParser
 from pyspark_kafka_upgrade._domain.values.project import Project
@@ -40,9 +43,23 @@ def mirror_disagreements(
         max_value_bytes=recipe.max_value_bytes,
     )
     found = []
+    fast = FastEventParser(mirror, recipe.max_value_bytes)
+    stamps_us = [stamp * 1000 for stamp in stamps]
+    for offset, (scanned, mirrored) in enumerate(
+        zip(
+            fast.event_times_ms(values, stamps_us),
+            map(mirror.event_time_ms, values, stamps_us),
+            strict=True,
+        )
+    ):
+        if scanned != mirrored:
+            found.append(
+                f"record {offset} {values[offset]!r}: the mirror gives {mirrored}, "
+                f"the scan's fast path {scanned}"
+            )
     sure = 0
     for offset, value in enumerate(values):
-        mine = mirror.parse(value, stamps[offset] * 1000)
+        mine = mirror.parse(value, stamps_us[offset])
         if mine.unsure is not None:
             continue
         sure += 1

@@ -9,14 +9,22 @@ promise (FACTS, "What a restart can promise"), is a number and not a surprise.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import cast
 
-from pyspark_kafka_upgrade._core.planner.tightening import checked_in_order
+from pyspark_kafka_upgrade._core.planner.tightening import checked_batches, in_batches
 from pyspark_kafka_upgrade._domain.records.per_partition import ByPartition, PartitionTotal
 from pyspark_kafka_upgrade._domain.records.record_errors import PlanningError
 from pyspark_kafka_upgrade._domain.records.replay_filter import ReplayFilter
-from pyspark_kafka_upgrade._domain.records.scans import Record, Scan, ScanRange, Unsure, WaitingScan
+from pyspark_kafka_upgrade._domain.records.scans import (
+    Record,
+    RecordBatch,
+    Scan,
+    ScanRange,
+    Unsure,
+    WaitingScan,
+)
 from pyspark_kafka_upgrade._domain.values.json_record import JsonRecord, Shape, Written
 from pyspark_kafka_upgrade._domain.values.offsets import PartitionKey
 from pyspark_kafka_upgrade._domain.values.validation import WindowSpec
@@ -31,6 +39,14 @@ def count_waiting(
 
     ``before_event_ms`` None means no filter, so nothing is late and nothing is read.
     """
+    batches = in_batches(records) if before_event_ms is not None else ()
+    return count_waiting_batches(span, batches, before_event_ms)
+
+
+def count_waiting_batches(
+    span: ScanRange, batches: Iterable[RecordBatch], before_event_ms: int | None
+) -> WaitingScan:
+    """``count_waiting`` of the records of ``batches``, one after the other."""
     if span.start < 0 or span.end < 0:
         raise PlanningError(
             f"{span.partition[0]} partition {span.partition[1]}: the range [{span.start}, "
@@ -39,14 +55,20 @@ def count_waiting(
         )
     scanned = malformed = unsure = late = 0
     if before_event_ms is not None:
-        for _offset, event_time in checked_in_order(records, span):
-            scanned += 1
-            if event_time is None:
-                malformed += 1
-            elif isinstance(event_time, Unsure):
-                unsure += 1
-            elif event_time < before_event_ms:
-                late += 1
+        for _offsets, times in checked_batches(batches, span):
+            scanned += len(times)
+            if set(map(type, times)) == {int}:
+                # Every record has a time: a count in C, not a loop.
+                ints = cast(Sequence[int], times)
+                late += sum(map(before_event_ms.__gt__, ints))
+                continue
+            for event_time in times:
+                if event_time is None:
+                    malformed += 1
+                elif isinstance(event_time, Unsure):
+                    unsure += 1
+                elif event_time < before_event_ms:
+                    late += 1
     return WaitingScan(span.partition, span.start, span.end, scanned, malformed, unsure, late)
 
 

@@ -6,13 +6,18 @@ feeds a window. A record whose event time cannot be judged without Spark (rare, 
 ``event_parser``) is taken as one that can: replaying more is safe, less is not.
 
 The reading is the caller's: ``scan_partition`` folds any iterable of records, so the same
-fold runs over an in-memory list in a test and over a Kafka stream in a worker process.
+fold runs over an in-memory list in a test and over a Kafka stream in a worker process. A
+scan reads its records in batches and folds them as such (``scan_batches``): a batch whose
+every record has a time is counted with a few passes in C, not a Python loop per record.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+import operator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
+from itertools import islice
+from typing import cast
 
 from pyspark_kafka_upgrade._domain.records.history import EARLIEST
 from pyspark_kafka_upgrade._domain.records.record_errors import (
@@ -21,8 +26,10 @@ from pyspark_kafka_upgrade._domain.records.record_errors import (
 )
 from pyspark_kafka_upgrade._domain.records.restart import PartitionPlan, RestartKind, RestartPlan
 from pyspark_kafka_upgrade._domain.records.scans import (
+    EventTime,
     PartitionScan,
     Record,
+    RecordBatch,
     Scan,
     ScanRange,
     TighteningSummary,
@@ -56,21 +63,51 @@ def scan_partition(
     ``count_feeding`` it stops at the first feeding record, which is cheaper but leaves the
     amplification unknown.
     """
+    # Stopping at the first feeding record reads nothing past it: one record a batch.
+    batches = in_batches(records) if count_feeding else in_batches(records, size=1)
+    return scan_batches(span, batches, t_min, count_feeding=count_feeding)
+
+
+def scan_batches(
+    span: ScanRange, batches: Iterable[RecordBatch], t_min: int, *, count_feeding: bool = True
+) -> PartitionScan:
+    """``scan_partition`` of the records of ``batches``, one after the other."""
     first: int | None = None
     scanned = malformed = replayed = feeding = unsure = 0
-    for offset, event_time in checked_in_order(records, span):
-        scanned += 1
-        if event_time is None:
-            malformed += 1
-        elif isinstance(event_time, Unsure) or event_time >= t_min:
-            unsure += isinstance(event_time, Unsure)
-            feeding += 1
+    for offsets, times in checked_batches(batches, span):
+        ints = _all_ints(times)
+        if ints is not None:
+            # Every record has a time: those at or after T_min feed.
             if first is None:
-                first = offset
+                if max(ints) < t_min:
+                    scanned += len(ints)
+                    continue
+                at = list(map(t_min.__le__, ints)).index(True)
+                first = offsets[at]
                 if not count_feeding:
+                    scanned += at + 1
                     break
-        if first is not None:
-            replayed += 1
+                ints = ints[at:]
+                scanned += at
+            scanned += len(ints)
+            replayed += len(ints)
+            feeding += _at_or_after(ints, t_min)
+            continue
+        for offset, event_time in zip(offsets, times, strict=True):
+            scanned += 1
+            if event_time is None:
+                malformed += 1
+            elif isinstance(event_time, Unsure) or event_time >= t_min:
+                unsure += isinstance(event_time, Unsure)
+                feeding += 1
+                if first is None:
+                    first = offset
+                    if not count_feeding:
+                        break
+            if first is not None:
+                replayed += 1
+        if first is not None and not count_feeding:
+            break
     if not count_feeding:
         # Stopped at the first feeding record: what follows it is counted in offsets.
         replayed = 0 if first is None else span.end - first
@@ -85,6 +122,20 @@ def scan_partition(
         feeding_records=feeding if count_feeding else None,
         unsure_records=unsure,
     )
+
+
+def _all_ints(times: Sequence[EventTime]) -> Sequence[int] | None:
+    """``times`` when every record of the batch has a time (an int), else None."""
+    return cast(Sequence[int], times) if set(map(type, times)) == {int} else None
+
+
+def _at_or_after(times: Sequence[int], bound: int) -> int:
+    """How many of ``times`` are at or after ``bound``."""
+    if not times:
+        return 0
+    if min(times) >= bound:
+        return len(times)
+    return sum(map(bound.__le__, times))
 
 
 def tighten(plan: RestartPlan, scan: Scan, *, count_feeding: bool = True) -> RestartPlan:
@@ -146,17 +197,39 @@ def _tightened(each: PartitionPlan, found: PartitionScan, t_min: int) -> Partiti
     return replace(each, restart_offset=first, reason=reason, kind=RestartKind.FIRST_FEEDING_RECORD)
 
 
-def checked_in_order(records: Iterable[Record], span: ScanRange) -> Iterator[Record]:
-    """``records`` of ``span``, checked to ascend within it: a scan that skips back or strays
-    out would make every count after it wrong."""
-    start, end = span.start, span.end
-    previous = start - 1
-    for offset, event_time in records:
-        if not previous < offset < end:
-            topic, number = span.partition
+def checked_batches(batches: Iterable[RecordBatch], span: ScanRange) -> Iterator[RecordBatch]:
+    """``batches`` of ``span``, checked to ascend within it: a scan that skips back or strays
+    out would make every count after it wrong. A few passes in C for each batch."""
+    previous = span.start - 1
+    for offsets, times in batches:
+        if len(offsets) != len(times):
             raise InconsistentInputsError(
-                f"the scan of {topic} partition {number} over [{start}, {end}) "
-                f"returned offset {offset} after {previous}: offsets must ascend within range"
+                f"a batch of {len(offsets)} offsets came with {len(times)} event times"
             )
-        previous = offset
-        yield offset, event_time
+        if not offsets:
+            continue
+        ascending = all(map(operator.lt, offsets, islice(offsets, 1, None)))
+        if not (ascending and previous < offsets[0] and offsets[-1] < span.end):
+            # Find the first offending record, to name it.
+            for offset in offsets:
+                if not previous < offset < span.end:
+                    _out_of_order(span, offset, previous)
+                previous = offset
+        previous = offsets[-1]
+        yield offsets, times
+
+
+def in_batches(records: Iterable[Record], size: int = 4096) -> Iterator[RecordBatch]:
+    """``records`` grouped in batches of at most ``size``, as ``scan_batches`` folds them."""
+    iterator = iter(records)
+    while chunk := list(islice(iterator, size)):
+        offsets, times = zip(*chunk, strict=True)
+        yield offsets, times
+
+
+def _out_of_order(span: ScanRange, offset: int, previous: int) -> None:
+    topic, number = span.partition
+    raise InconsistentInputsError(
+        f"the scan of {topic} partition {number} over [{span.start}, {span.end}) "
+        f"returned offset {offset} after {previous}: offsets must ascend within range"
+    )

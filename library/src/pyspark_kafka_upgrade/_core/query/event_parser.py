@@ -39,7 +39,7 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
-from typing import Final
+from typing import Any, Final
 
 from pyspark_kafka_upgrade._core.query.columns import (
     EVENT_TIME,
@@ -226,14 +226,14 @@ def _timestamp_us(text: str) -> int | None:
 
 # -- The parser ----------------------------------------------------------------------------
 
-_STRING, _BOOLEAN, _INT, _BIGINT, _DOUBLE, _TIMESTAMP = range(6)
+STRING_KIND, BOOLEAN_KIND, INT_KIND, BIGINT_KIND, DOUBLE_KIND, TIMESTAMP_KIND = range(6)
 _KINDS: dict[EventType, int] = {
-    "string": _STRING,
-    "boolean": _BOOLEAN,
-    "int": _INT,
-    "bigint": _BIGINT,
-    "double": _DOUBLE,
-    "timestamp": _TIMESTAMP,
+    "string": STRING_KIND,
+    "boolean": BOOLEAN_KIND,
+    "int": INT_KIND,
+    "bigint": BIGINT_KIND,
+    "double": DOUBLE_KIND,
+    "timestamp": TIMESTAMP_KIND,
 }
 _JSON_SPACE = " \t\r\n"
 _INT_MIN, _INT_MAX = -(2**31), 2**31 - 1
@@ -249,7 +249,9 @@ _KAFKA_NULL = "Kafka timestamp is null"
 
 
 @dataclass(frozen=True, slots=True)
-class _FieldRule:
+class FieldRule:
+    """How ``parse_events`` judges one declared field; ``kind`` is one of the ``*_KIND``s."""
+
     name: str
     kind: int
     required: bool
@@ -289,7 +291,7 @@ class EventParser:
         self._kafka_time = time_source == "kafka"
         self._max_value_bytes = max_value_bytes
         self._rules = tuple(
-            _FieldRule(
+            FieldRule(
                 name=field.name,
                 kind=_KINDS[field.type],
                 required=field.required,
@@ -353,6 +355,32 @@ class EventParser:
             return _NOT_OBJECT
         if type(document) is not dict:
             return _Doubt("a value starting with '{' did not parse as an object")
+        return self._fields(document, kafka_us)
+
+    @property
+    def rules(self) -> tuple[FieldRule, ...]:
+        """The field rules, in the order ``parse_events`` reads the fields."""
+        return self._rules
+
+    @property
+    def kafka_time(self) -> bool:
+        """Whether the event time is the Kafka timestamp (else the payload's field)."""
+        return self._kafka_time
+
+    def object_time_ms(
+        self, document: dict[str, Any], kafka_timestamp_us: int | None
+    ) -> int | Unsure | None:
+        """``event_time_ms`` of a value Spark reads as the JSON object ``document``, sure to
+        be no nearer Jackson's limits than :func:`_near_limits` allows: the field rules alone.
+        """
+        try:
+            outcome = self._fields(document, kafka_timestamp_us)
+        except Exception:  # as _outcome: never raise on a record
+            return UNSURE
+        return outcome // 1000 if type(outcome) is int else None
+
+    def _fields(self, document: dict[str, Any], kafka_us: int | None) -> str | int | None:
+        """The field rules: a reason (malformed), microseconds or None (valid, no time)."""
         event_us: int | None = None
         for rule in self._rules:
             item = document.get(rule.name, _ABSENT)
@@ -366,23 +394,23 @@ class EventParser:
                 continue
             kind = rule.kind
             item_type = type(item)
-            if kind == _TIMESTAMP:
+            if kind == TIMESTAMP_KIND:
                 micros = _timestamp_us(item) if item_type is str else None
                 if micros is None:
                     return rule.wrong_type
                 if rule.is_event_time:
                     event_us = micros
-            elif kind == _STRING:
+            elif kind == STRING_KIND:
                 if item_type is not str:
                     return rule.wrong_type
-            elif kind == _BOOLEAN:
+            elif kind == BOOLEAN_KIND:
                 if item_type is not bool:
                     return rule.wrong_type
-            elif kind == _DOUBLE:
+            elif kind == DOUBLE_KIND:
                 if item_type is not int and item_type is not float:
                     return rule.wrong_type
             elif item_type is not int or not (
-                _INT_MIN <= item <= _INT_MAX if kind == _INT else _LONG_MIN <= item <= _LONG_MAX
+                _INT_MIN <= item <= _INT_MAX if kind == INT_KIND else _LONG_MIN <= item <= _LONG_MAX
             ):
                 return rule.wrong_type
         if self._kafka_time:

@@ -7,7 +7,7 @@ event time is ms, None for a malformed record, or :data:`UNSURE` when only Spark
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -40,6 +40,8 @@ EventTime = int | None | Unsure
 
 
 Record = tuple[int, EventTime]
+# Consecutive records of one partition: their offsets, and their event times in that order.
+RecordBatch = tuple[Sequence[int], Sequence[EventTime]]
 
 
 # A partition's key as documents write it: its topic and its number, each under its own key.
