@@ -1,22 +1,32 @@
-"""Batch time of the windowed job with the offset ledger ÷ without it, per store.
+"""The offset ledger's cost per batch, per store: batch time plus the ledger's time ÷ batch time.
 
 The same topic, read in the same batches (maxOffsetsPerTrigger, Trigger.AvailableNow, a
-fresh checkpoint per run), as a plain job and as the pipeline runs it: batch metrics
-observed and every batch recorded by the ledger listener in a store of each kind. A round
-runs every side, in alternating order; its ratio divides the median batch time
-(Spark's triggerExecution) with a store by the plain job's. Checked: each ledger holds
-every batch the query ran.
+fresh checkpoint per run), as the pipeline runs it: batch metrics observed and every batch
+recorded by the ledger listener in a store of each kind. The ledger's time is measured
+where it is spent, in the listener on the driver (the record built from the progress event
+and written to the store, retries included; the one Py4J call that fetches the event's JSON
+before it is not), batch by batch, in the same run as the batch times it is divided by: the
+machine's noise enters the figure once, in a small term, not as a ratio of two runs.
+
+Why not batch time with the ledger ÷ without, as before: that divided two runs' batch
+times, and run-to-run noise on two shared cores (0.93-1.07 within one run, medians moving
+by 5 % between runs of one commit) was larger than the 2 % it was meant to show. The plain
+job still runs in every round, unobserved and without a listener; its batch time is shown
+beside each store's, so the end-to-end difference, observation included, stays in view.
+Checked: each ledger holds every batch the query ran.
 """
 
 from __future__ import annotations
 
 import os
 import statistics
+import time
 from collections.abc import Callable
+from typing import Any
 
 from bench.kit import spark, topics
 from bench.kit.context import Benchmark, Context, Result
-from bench.kit.timing import ratios, side_by_side
+from bench.kit.timing import side_by_side
 from bench.record import Figure, Series, Target
 from pyspark_kafka_upgrade._adapters.ledger.opening import open_store
 from pyspark_kafka_upgrade._adapters.spark.listener import LedgerListener
@@ -53,13 +63,17 @@ def run(ctx: Context) -> Result:
         if os.environ.get("CI"):
             problems.append(f"CI: the postgres store is unreachable at {dsn}: {unreachable}")
     counter = iter(range(1_000_000))
+    # Per store, round by round: the median time the ledger took per batch.
+    ledger_s: dict[str, list[float]] = {store: [] for store in stores}
 
     def side(store: str | None) -> Callable[[], float]:
         def measure() -> float:
             name = f"{store or 'plain'}_{next(counter)}"
-            return median_batch_s(
-                ctx, settings, None if store is None else (store, stores[store]), name, problems
-            )
+            located = None if store is None else (store, stores[store])
+            batch_s, handled_s = median_batch_s(ctx, settings, located, name, problems)
+            if store is not None:
+                ledger_s[store].append(handled_s)
+            return batch_s
 
         return measure
 
@@ -68,12 +82,18 @@ def run(ctx: Context) -> Result:
     figures = tuple(
         Figure(
             f"listener.{store}",
-            f"batch time with the ledger ({store}) ÷ without",
-            ratios(seconds[store], seconds["plain"]),
+            f"batch time plus the ledger's time ({store}) ÷ batch time",
+            Series(
+                tuple(
+                    (batch + ledger) / batch
+                    for batch, ledger in zip(seconds[store], ledger_s[store], strict=True)
+                )
+            ),
             Target("<=", 1.02),
             {
-                "plain": Series(tuple(seconds["plain"]), "s"),
                 store: Series(tuple(seconds[store]), "s"),
+                "ledger": Series(tuple(ledger * 1000 for ledger in ledger_s[store]), "ms"),
+                "plain": Series(tuple(seconds["plain"]), "s"),
             },
         )
         for store in stores
@@ -87,9 +107,10 @@ def median_batch_s(
     store: tuple[str, str] | None,
     name: str,
     problems: list[str],
-) -> float:
-    """One run's median batch time; with a store, its ledger must hold every batch."""
-    listener = None
+) -> tuple[float, float]:
+    """One run's median batch time, and with a store the median time its listener took per
+    batch; the ledger must hold every batch."""
+    listener: TimedLedgerListener | None = None
     if store is not None:
         kind, location = store
         ledger = load_settings(
@@ -98,7 +119,7 @@ def median_batch_s(
             overrides=[f"ledger.store={kind}", f"ledger.location={location}"],
         ).settings.ledger
         opened = open_store(ledger, spark=lambda: ctx.spark)
-        listener = LedgerListener(
+        listener = TimedLedgerListener(
             opened, pipeline=name, generation=1, query_name=name, metrics=METRICS
         )
         ctx.spark.streams.addListener(listener)
@@ -117,7 +138,23 @@ def median_batch_s(
         if listener is not None:
             ctx.spark.streams.removeListener(listener)
             opened.close()
-    return statistics.median(job.batch_seconds(with_input_only=True))
+    batch_s = statistics.median(job.batch_seconds(with_input_only=True))
+    return batch_s, 0.0 if listener is None else statistics.median(listener.handled_s)
+
+
+class TimedLedgerListener(LedgerListener):
+    """The ledger's listener, timing each progress event it handles."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.handled_s: list[float] = []
+
+    def on_progress(self, progress: dict[str, Any]) -> None:
+        started = time.perf_counter()
+        try:
+            super().on_progress(progress)
+        finally:
+            self.handled_s.append(time.perf_counter() - started)
 
 
 def postgres_problem(dsn: str) -> str | None:
