@@ -16,12 +16,17 @@ from conftest import TEMPLATE_DIR, check_container_header, check_suite_run, run_
 
 LIBRARY = TEMPLATE_DIR / "library"
 CONNECTOR = "builtin"
-ENV = {
-    "KAFKA_BACKEND": "apache",
-    "KAFKA_CONNECTOR": CONNECTOR,
-    # Every test's outcome, one line each; the slowest tests' wall times.
-    "PYTEST_ADDOPTS": "-rfEsxXp --durations=8",
-}
+# Every test's outcome, one line each; the slowest tests' wall times.
+REPORT = "-rfEsxXp --durations=8"
+ENV = {"KAFKA_BACKEND": "apache", "KAFKA_CONNECTOR": CONNECTOR, "PYTEST_ADDOPTS": REPORT}
+# Integration tests that run in the other worker, in a pytest run of their own: they start
+# their own broker (a secured one), so moving them costs that run only its Spark session,
+# and the two workers end closer together.
+BESIDE = "tests/integration/test_secured_kafka.py"
+SECURED = (
+    f"{BESIDE}::test_the_pipeline_and_its_upgrade_run_on_sasl_ssl_and_no_password_is_left_anywhere",
+    f"{BESIDE}::test_every_wrong_login_is_refused_in_one_line_within_seconds",
+)
 PARITY = (
     "tests/integration/test_builtin_connector.py::test_both_connectors_read_identical_dataframes"
 )
@@ -41,19 +46,37 @@ OLDEST_PROOFS = (
 
 # The longest test here: `make test` runs it in one pytest-xdist worker with the other-answers
 # project's suite, beside one that runs the other suites ("other suites"), which take about
-# as long together. Measured in a fresh clone's CI (s): integration 1,147 + other answers 232
-# against oldest Spark 441 + benchmarks 340 + lint and unit 256 + default project 233.
+# as long together. Measured in a fresh clone's CI (s): integration 1,189 (secured Kafka's
+# tests about 45 of it) + other answers 240 against oldest Spark 439 + lint and unit 329 +
+# default project 251 + benchmarks 247.
 @pytest.mark.xdist_group("library")
 def test_the_library_passes_its_integration_suite(kafka_image: str) -> None:
     # kafka_image: tests/integration/test_container_backend.py starts containers of it.
     # In this environment, which holds the library's tools at its pins and the library
     # itself, editable: one virtualenv with pyspark fewer to build.
+    env = {**ENV, "PYTEST_ADDOPTS": f"{REPORT} --ignore={BESIDE}"}
     result = run_tool(
-        ["make", "integration", f"VENV={sys.prefix}"], cwd=LIBRARY, env=ENV, timeout=3000
+        ["make", "integration", f"VENV={sys.prefix}"], cwd=LIBRARY, env=env, timeout=3000
     )
     lines = check_suite_run("[library]", result.stdout, CONNECTOR, (PARITY,))
     for test in (KILLS, PROOF):
         assert any(line.startswith(f"PASSED {test}") for line in lines), f"{test} did not pass"
+    assert not [line for line in lines if BESIDE in line and "PASSED" in line], "ran twice"
+
+
+@pytest.mark.xdist_group("other suites")
+def test_the_library_passes_its_secured_kafka_tests() -> None:
+    # The rest of the integration suite, as `make integration` would run it.
+    result = run_tool(
+        [str(Path(sys.prefix) / "bin" / "pytest"), "-m", "integration", BESIDE],
+        cwd=LIBRARY,
+        env=ENV,
+        timeout=1200,
+    )
+    lines = check_suite_run("[library, secured]", result.stdout, CONNECTOR, ())
+    passed = [line for line in lines if line.startswith("PASSED ")]
+    for test in SECURED:  # each for both connectors
+        assert sum(line.startswith(f"PASSED {test}[") for line in passed) == 2, (test, passed)
 
 
 @pytest.mark.xdist_group("other suites")

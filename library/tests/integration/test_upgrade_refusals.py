@@ -195,12 +195,25 @@ def cli_without_java(
 
 def imported_spark(importtime: str) -> list[str]:
     """The modules of pyspark and py4j in ``python -X importtime``'s report."""
-    names = (
+    return [name for name in imported(importtime) if name.split(".")[0] in ("pyspark", "py4j")]
+
+
+def imported(importtime: str) -> list[str]:
+    """Every module in ``python -X importtime``'s report."""
+    return [
         line.rsplit("|", 1)[1].strip()
         for line in importtime.splitlines()
         if line.startswith("import time:")
-    )
-    return [name for name in names if name.split(".")[0] in ("pyspark", "py4j")]
+    ]
+
+
+# What only a scan or a picture needs: `apply` of a reviewed plan does neither.
+SCAN_AND_PICTURE = (
+    "orjson",
+    "pyspark_kafka_upgrade._application.upgrade.event_scan",
+    "pyspark_kafka_upgrade._application.upgrade.picture",
+    "matplotlib",
+)
 
 
 def test_a_reviewed_plan_is_made_and_applied_without_a_jvm(
@@ -215,6 +228,8 @@ def test_a_reviewed_plan_is_made_and_applied_without_a_jvm(
     assert applied.returncode == 0, applied.stderr
     # The pipeline is down meanwhile: importing Spark's modules (0.3 s) would lengthen that.
     assert imported_spark(planned.stderr) == [] and imported_spark(applied.stderr) == []
+    assert "pyspark_kafka_upgrade._application.upgrade.event_scan" in imported(planned.stderr)
+    assert [name for name in imported(applied.stderr) if name in SCAN_AND_PICTURE] == []
     assert "generation 2 planned and applied" in applied.stdout
     # The open window 10:30-10:40 holds events 30..39: offsets 15..19 of each partition.
     starts = json.dumps({topic: {"0": 15, "1": 15}}, separators=(",", ":"))

@@ -24,14 +24,12 @@ from typing import TYPE_CHECKING
 from pyspark_kafka_upgrade._adapters.storage.filesystem import absolute_uri
 from pyspark_kafka_upgrade._adapters.storage.run_lock import RunLock
 from pyspark_kafka_upgrade._application.upgrade.apply import APPLY_STEPS, apply_plan, roll_back
-from pyspark_kafka_upgrade._application.upgrade.event_scan import EventSource, Progress, run_scans
 from pyspark_kafka_upgrade._application.upgrade.gather import gather, source_options
 from pyspark_kafka_upgrade._application.upgrade.lookup import (
     live_generation,
     open_ledger,
     refuse_if_running,
 )
-from pyspark_kafka_upgrade._application.upgrade.picture import check_plot_path, draw_plan
 from pyspark_kafka_upgrade._application.upgrade.plan_file import read_plan_file, write_plan_file
 from pyspark_kafka_upgrade._core.planner.decide import (
     advise_upgrade,
@@ -58,6 +56,8 @@ from pyspark_kafka_upgrade._domain.values.layout import GenerationLayout
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+    from pyspark_kafka_upgrade._application.upgrade.event_scan import Progress
 
 __all__ = [
     "APPLY_STEPS",
@@ -88,6 +88,19 @@ def _session(settings: Settings, given: Session | None) -> Session:
     return start
 
 
+# The picture's modules are imported only when a picture is asked for (see make_plan).
+def _check_plot_path(plot: Path) -> None:
+    from pyspark_kafka_upgrade._application.upgrade.picture import check_plot_path
+
+    check_plot_path(plot)
+
+
+def _draw_plan(store: OffsetStore, plan: UpgradePlan, plot: Path) -> str:
+    from pyspark_kafka_upgrade._application.upgrade.picture import draw_plan
+
+    return draw_plan(store, plan, plot)
+
+
 def _stderr(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
@@ -109,6 +122,10 @@ def make_plan(
     level = batch_level(facts, accept_data_loss=accept_data_loss)
     if not scan:
         return decide(facts, level, advice, None)
+    # Imported here: the scan's modules (numpy, orjson, its Kafka reader) are a tenth of a
+    # second of downtime that `apply` of a reviewed plan, which scans nothing, does not pay.
+    from pyspark_kafka_upgrade._application.upgrade.event_scan import EventSource, run_scans
+
     source = EventSource(
         options=source_options(settings),
         events=settings.project.events,
@@ -134,7 +151,7 @@ def plan_command(
     """Say whether the change needs a new checkpoint and, if so, the plan; write it to ``out``
     and its picture to ``plot``."""
     if plot is not None:
-        check_plot_path(plot)  # before the scans: a bad name should not cost the downtime
+        _check_plot_path(plot)  # before the scans: a bad name should not cost the downtime
     with open_ledger(settings, _session(settings, spark)) as store:
         old = live_generation(store, settings.pipeline.name, settings.pipeline.root)
         if old.status is GenerationStatus.PLANNED and old.plan is not None:
@@ -148,7 +165,7 @@ def plan_command(
                 write_plan_file(out, recorded.as_reviewed())
                 written = f"\nThat plan is written to {out}."
             if plot is not None:
-                written += "\n" + draw_plan(store, recorded, plot)
+                written += "\n" + _draw_plan(store, recorded, plot)
             return f"generation {old.generation} is already planned ({state}):\n{shown}{written}"
         refuse_if_running(settings, old, "upgrade plan")
         outcome = make_plan(
@@ -161,7 +178,7 @@ def plan_command(
         if out is not None:
             # First: the plan cost the scans' downtime, and a picture must not lose it.
             write_plan_file(out, outcome)
-        drawn = "" if plot is None else draw_plan(store, outcome, plot)
+        drawn = "" if plot is None else _draw_plan(store, outcome, plot)
     if as_json:
         return render_json(outcome)
     drawn = f"\n{drawn}" if drawn else ""
@@ -186,11 +203,11 @@ def show_command(
     plan = read_plan_file(plan_file)
     drawn = ""
     if plot is not None:
-        check_plot_path(plot)
+        _check_plot_path(plot)
         _refuse_other_pipeline(settings, plan, plan_file)  # its batches are in its own ledger
         session = _session(settings, spark)
         with open_ledger(settings, session) as store:
-            drawn = "\n" + draw_plan(store, plan, plot)
+            drawn = "\n" + _draw_plan(store, plan, plot)
     if as_json:
         return render_json(plan)
     return (
