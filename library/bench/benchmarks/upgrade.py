@@ -59,7 +59,9 @@ METRICS = (
     ("users", "approx_count_distinct(user_id)"),
     ("first_user", "min(user_id)"),
     ("last_user", "max(user_id)"),
-)
+    ("identified", "count(user_id)"),
+    ("first_view", "min(event_time)"),
+)  # each upgrade adds the next: one more than the full run's rounds
 START_TIMEOUT_S = float(driver_process.START_TIMEOUT_S)
 SETTLE_TIMEOUT_S = 240.0
 STOP_TIMEOUT_S = 180.0  # the batch in flight commits first
@@ -73,6 +75,8 @@ class StepFailedError(Exception):
 
 def run(ctx: Context) -> Result:
     warmup, events, rounds = ctx.size(50, 120), ctx.size(15, 30), ctx.size(1, 5)
+    if rounds >= len(METRICS):  # the last round's plan would find nothing to change
+        raise ValueError(f"{rounds} rounds need {rounds + 1} metrics, METRICS has {len(METRICS)}")
     figures: list[Figure] = []
     problems: list[str] = []
     for connector in ctx.connectors:
