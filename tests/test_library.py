@@ -46,9 +46,9 @@ OLDEST_PROOFS = (
 
 # The longest test here: `make test` runs it in one pytest-xdist worker with the other-answers
 # project's suite, beside one that runs the other suites ("other suites"), which take about
-# as long together. Measured in a fresh clone's CI (s): integration 1,189 (secured Kafka's
-# tests about 45 of it) + other answers 240 against oldest Spark 439 + lint and unit 329 +
-# default project 251 + benchmarks 247.
+# as long together. Measured in a fresh clone's CI (s): integration 1,145 + other answers 233
+# against oldest Spark 423 + lint and unit 325 + benchmarks 250 + default project 248 +
+# secured Kafka 55.
 @pytest.mark.xdist_group("library")
 def test_the_library_passes_its_integration_suite(kafka_image: str) -> None:
     # kafka_image: tests/integration/test_container_backend.py starts containers of it.

@@ -63,24 +63,20 @@ def run(ctx: Context) -> Result:
         if os.environ.get("CI"):
             problems.append(f"CI: the postgres store is unreachable at {dsn}: {unreachable}")
     counter = iter(range(1_000_000))
-    # Per store, round by round: the median time the ledger took per batch.
-    ledger_s: dict[str, list[float]] = {store: [] for store in stores}
 
-    def side(store: str | None) -> Callable[[], float]:
-        def measure() -> float:
+    def side(store: str | None) -> Callable[[], tuple[float, float]]:
+        def measure() -> tuple[float, float]:
             name = f"{store or 'plain'}_{next(counter)}"
             located = None if store is None else (store, stores[store])
-            batch_s, handled_s = median_batch_s(ctx, settings, located, name, problems)
-            if store is not None:
-                ledger_s[store].append(handled_s)
-            return batch_s
+            return median_batch_s(ctx, settings, located, name, problems)
 
         return measure
 
     sides = {"plain": side(None), **{store: side(store) for store in stores}}
-    seconds = side_by_side(sides, ctx.size(1, 3), warmup=ctx.size(0, 1), say=ctx.say)
-    for store in stores:  # the warm-up's measurements came first: leave them out, as above
-        ledger_s[store] = ledger_s[store][-len(seconds[store]) :]
+    # Round by round, per side: the median batch time, and the ledger's median per batch.
+    measured = side_by_side(sides, ctx.size(1, 3), warmup=ctx.size(0, 1), say=ctx.say)
+    seconds = {side: [batch for batch, _ in rounds] for side, rounds in measured.items()}
+    ledger_s = {side: [ledger for _, ledger in rounds] for side, rounds in measured.items()}
     figures = tuple(
         Figure(
             f"listener.{store}",

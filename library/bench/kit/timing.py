@@ -12,12 +12,12 @@ T = TypeVar("T")
 
 
 def side_by_side(
-    sides: Mapping[str, Callable[[], float]],
+    sides: Mapping[str, Callable[[], T]],
     rounds: int,
     *,
     warmup: int = 1,
     say: Callable[[str], None] = lambda line: None,
-) -> dict[str, list[float]]:
+) -> dict[str, list[T]]:
     """Each side's measurement per round, after ``warmup`` untimed rounds of every side.
 
     The order flips every round, so that no side always runs on the warmer JVM or the
@@ -28,7 +28,7 @@ def side_by_side(
         say(f"warm-up {number + 1}/{warmup}: {', '.join(names)}")
         for name in names:
             sides[name]()
-    measured: dict[str, list[float]] = {name: [] for name in names}
+    measured: dict[str, list[T]] = {name: [] for name in names}
     for number in range(rounds):
         order = names if number % 2 == 0 else names[::-1]
         say(f"round {number + 1}/{rounds}: {', '.join(order)}")
