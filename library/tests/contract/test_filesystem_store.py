@@ -11,11 +11,17 @@ import pytest
 # Import layout that holds whatever the package is named: a straight import sorts before
 # the package's from-imports, and trailing commas keep those exploded at any name length.
 import support.offset_stores as stores
+from pyspark_kafka_upgrade._adapters.ledger.filesystem_store import (
+    _HadoopFiles,
+)
 from pyspark_kafka_upgrade._domain.records.ledger import (
     GenerationStatus,
 )
 from pyspark_kafka_upgrade._domain.records.ledger_errors import (
     LedgerRecordError,
+)
+from pyspark_kafka_upgrade._domain.records.store import (
+    LEDGER_SCHEMA_VERSION,
 )
 
 
@@ -86,3 +92,21 @@ def test_filesystem_a_corrupt_record_file_is_an_error_not_a_silent_skip(
 
         with pytest.raises(LedgerRecordError, match=r"00000000000000000002\.json"):
             store.batches("page-views", 1)
+
+
+def test_filesystem_a_second_first_open_keeps_the_schema_file_it_lost_the_race_for(
+    filesystem_harness: stores.StoreHarness,
+    filesystem_root: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    filesystem_harness.open_store().close()
+    schema = filesystem_root / "_schema.json"
+    created = schema.stat().st_ino
+    # The race, made certain: this opener looked before the first one had written the file.
+    monkeypatch.setattr(_HadoopFiles, "exists", lambda self, uri: False)
+
+    with filesystem_harness.open_store() as store:
+        assert store.schema_version() == LEDGER_SCHEMA_VERSION
+    # Replaced, the file would have been missing for a moment: Hadoop's local rename with
+    # overwrite deletes the target first, and a concurrent reader failed on it.
+    assert schema.stat().st_ino == created

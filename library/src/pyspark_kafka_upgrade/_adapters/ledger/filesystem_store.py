@@ -21,7 +21,7 @@ import uuid
 from contextlib import AbstractContextManager
 from typing import Any
 
-from py4j.protocol import Py4JError  # type: ignore[import-untyped]
+from py4j.protocol import Py4JError, Py4JJavaError  # type: ignore[import-untyped]
 from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 
@@ -79,8 +79,8 @@ class FilesystemOffsetStore(OffsetStore):
 
     def _check_schema(self) -> None:
         uri = f"{self._root}/_schema.json"
-        if not self._files.exists(uri):
-            self._files.write_atomic(uri, dump_json({"version": LEDGER_SCHEMA_VERSION}))
+        schema = dump_json({"version": LEDGER_SCHEMA_VERSION})
+        if not self._files.exists(uri) and self._files.create_once(uri, schema):
             return
         version = self._stored_schema_version(uri)
         refuse_newer_schema(self._described_store(), version)
@@ -299,7 +299,7 @@ class _HadoopFiles:
             stream.close()
         return data.decode("utf-8")
 
-    def write_atomic(self, uri: str, text: str) -> None:
+    def write_atomic(self, uri: str, text: str, *, overwrite: bool = True) -> None:
         """Write a whole file that readers see either entirely or not at all.
 
         Spark's checkpoint writer creates a hidden temporary file and renames it over the
@@ -307,13 +307,34 @@ class _HadoopFiles:
         """
         path = self._path(uri)
         self._manager.mkdirs(path.getParent())
-        stream = self._manager.createAtomic(path, True)
+        stream = self._manager.createAtomic(path, overwrite)
         try:
             stream.write((text + "\n").encode("utf-8"))
         except BaseException:
             stream.cancel()
             raise
         stream.close()
+
+    def create_once(self, uri: str, text: str) -> bool:
+        """Write a file that does not exist yet, atomically; False, the file left as it was,
+        when another writer created it first.
+
+        Not a replace: Hadoop's rename over an existing local file deletes the target first,
+        and a reader in between finds no file at all (a concurrent first open of a ledger did).
+        The loser's hidden temporary file stays behind, as Spark's writer leaves it.
+        """
+        try:
+            self.write_atomic(uri, text, overwrite=False)
+        except Py4JJavaError as error:
+            if _java_class(error) == "org.apache.hadoop.fs.FileAlreadyExistsException":
+                return False
+            raise
+        return True
+
+
+def _java_class(exc: Exception) -> str | None:
+    java_exception: Any = getattr(exc, "java_exception", None)
+    return None if java_exception is None else str(java_exception.getClass().getName())
 
 
 def _checkpoint_file_manager_class(jvm: Any) -> Any:
