@@ -197,8 +197,12 @@ def damaged_generation(
     sinks.write_generation(spark, root, 1, FIRST, schema=sinks.V1, file_format=sink_format)
     sink = sinks.sink_of(root, sink_format)
     files = [sinks.local_path(path) for path in sink.output(1).files]
-    chosen = next(path for path in files if spark.read.format(sink_format).load(str(path)).count())
-    lost = set(sinks.table(spark.read.format(sink_format).load(str(chosen))))
+    # A table's files are parquet files; the generation is their directory's, not a column.
+    data_format = sinks.data_file_format(sink_format)
+    chosen = next(path for path in files if spark.read.format(data_format).load(str(path)).count())
+    # Only its columns: Spark would add a partition directory's generation as one more.
+    read_alone = spark.read.format(data_format).load(str(chosen)).select(*sinks.V1_COLUMNS)
+    lost = set(sinks.table(read_alone))
     rest: list[tuple[str | None, ...]] = [row for row in FIRST_ROWS if row[1:] not in lost]
     return sink, chosen, rest
 

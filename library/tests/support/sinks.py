@@ -39,6 +39,7 @@ from pyspark_kafka_upgrade._domain.values.layout import (
 SINK_FORMATS: list[SinkFormat] = list(SINKS)
 QUERY_TIMEOUT_S = 60
 V1 = "window_start TIMESTAMP, window_end TIMESTAMP, article_id STRING, views BIGINT"
+V1_COLUMNS = [column.split()[0] for column in V1.split(", ")]
 # Version 2 of the pipeline added a metric.
 V2 = V1 + ", users BIGINT"
 START = datetime(2025, 11, 22, 10, 0, tzinfo=UTC)
@@ -121,6 +122,11 @@ def plant_uncommitted_file(
     directory.mkdir(parents=True, exist_ok=True)
     shutil.move(part, directory / f"part-00000-00000000-uncommitted-c000.{file_format}")
     shutil.rmtree(scratch)
+
+
+def data_file_format(sink_format: SinkFormat) -> str:
+    """The format of a sink's data files: a Delta table's are parquet."""
+    return "parquet" if sink_format == "delta" else sink_format
 
 
 def local_path(uri: str) -> Path:

@@ -207,7 +207,7 @@ WRONG_TYPES_IN_A_FILE = [
     (
         "sink.format",
         '["parquet"]',
-        'sink.format = ["parquet"] (from <file>): must be one of "parquet", "orc"',
+        'sink.format = ["parquet"] (from <file>): must be one of "parquet", "orc", "delta"',
     ),
     (
         "sink.trigger_interval",

@@ -37,7 +37,7 @@ from pyspark_kafka_upgrade._domain.records.sink import (
     require_committed,
 )
 from pyspark_kafka_upgrade._domain.records.sink_errors import IntegrityError
-from pyspark_kafka_upgrade._domain.values.catalog import SinkFormat
+from pyspark_kafka_upgrade._domain.values.catalog import SINKS, SinkFormat
 from pyspark_kafka_upgrade._domain.values.json_record import Field, JsonRecord, Shape, Written
 from pyspark_kafka_upgrade._domain.values.layout import output_root
 
@@ -117,7 +117,10 @@ def show_output(
             sink,
             outputs,
             file_format=settings.sink.format,
-            output=output_root(root),
+            # The table every generation shares, else the directory of theirs.
+            output=(
+                outputs[0].location if SINKS[settings.sink.format].one_table else output_root(root)
+            ),
             keys=settings.aggregation.keys,
             limit=limit,
         )

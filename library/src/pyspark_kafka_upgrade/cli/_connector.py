@@ -12,4 +12,6 @@ if TYPE_CHECKING:
 def fetch(args: argparse.Namespace, loaded: LoadedSettings) -> str:
     from pyspark_kafka_upgrade._application import connector_fetch
 
-    return connector_fetch.fetch_command(as_json=args.json)
+    return connector_fetch.fetch_command(
+        as_json=args.json, delta=loaded.settings.sink.format == "delta"
+    )

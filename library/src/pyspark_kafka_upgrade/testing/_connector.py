@@ -26,3 +26,9 @@ def connector_under_test(project: Project) -> str:
             f"{CONNECTOR_ENV_VAR}={chosen!r} is not a connector; allowed: {', '.join(CONNECTORS)}"
         )
     return chosen
+
+
+def sink_under_test(project: Project) -> str:
+    """The sink the pipeline tests write to: the project's setting (its session needs Delta's
+    jars for ``delta``)."""
+    return load_settings(project, env={}).settings.sink.format

@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from pyspark.sql import SparkSession
 
@@ -39,7 +40,7 @@ from pyspark_kafka_upgrade._domain.errors import PipelineError
 from pyspark_kafka_upgrade._domain.records.advice import Verdict
 from pyspark_kafka_upgrade._domain.records.plan import UpgradePlan
 from pyspark_kafka_upgrade._domain.records.verification import VerifyReport
-from pyspark_kafka_upgrade._domain.values.layout import GenerationLayout
+from pyspark_kafka_upgrade._domain.values.layout import GenerationLayout, table_location
 from pyspark_kafka_upgrade._domain.values.project import Project
 from pyspark_kafka_upgrade.testing._connector import connector_under_test
 from pyspark_kafka_upgrade.testing._kafka.backend import KafkaBackend
@@ -332,13 +333,18 @@ def _metric(function: str, column: str, events: Sequence[Event]) -> object:
 def _written(
     spark: SparkSession, settings: Settings, generation: int
 ) -> list[tuple[Row, dict[str, object]]]:
-    """Each committed row of one generation, read through its own _spark_metadata."""
-    directory = _local(GenerationLayout(settings.pipeline.root, generation).output)
-    if not (directory / "_spark_metadata").is_dir():
-        return []
+    """Each committed row of one generation, read through its own _spark_metadata, or from
+    the Delta table by another engine than the pipeline's (delta-rs, no JVM)."""
     keys = settings.aggregation.keys
     metrics = [metric.name for metric in settings.aggregation.metric_specs]
-    rows = spark.read.format(settings.sink.format).load(str(directory)).collect()
+    rows: Sequence[Any]  # Spark rows, or delta-rs rows as dicts: both are read by name
+    if settings.sink.format == "delta":
+        rows = delta_rows(table_location(settings.pipeline.root), generation)
+    else:
+        directory = _local(GenerationLayout(settings.pipeline.root, generation).output)
+        if not (directory / "_spark_metadata").is_dir():
+            return []
+        rows = spark.read.format(settings.sink.format).load(str(directory)).collect()
     return [
         (
             (
@@ -350,6 +356,20 @@ def _written(
         )
         for row in rows
     ]
+
+
+def delta_rows(table: str, generation: int) -> list[dict[str, Any]]:
+    """The rows of ``generation`` in the Delta table at ``table``, as delta-rs reads them:
+    what any engine outside Spark sees (none when there is no table yet)."""
+    from deltalake import DeltaTable
+    from deltalake.exceptions import TableNotFoundError
+
+    try:
+        found = DeltaTable(table)
+    except TableNotFoundError:
+        return []
+    rows: list[dict[str, Any]] = found.to_pyarrow_table().to_pylist()
+    return [row for row in rows if row.get("generation") == generation]
 
 
 def _differences(

@@ -15,6 +15,11 @@ import pytest
 from pyspark.sql import SparkSession
 
 from pyspark_kafka_upgrade._adapters.spark import maven
+from pyspark_kafka_upgrade._adapters.spark.delta_jars import (
+    DELTA_SESSION_CONF,
+    LOCAL_DELTA_CONF,
+    fetch_delta_jars,
+)
 from pyspark_kafka_upgrade._adapters.spark.kafka_jars import (
     SPARK_KAFKA_JARS,
     connector_package,
@@ -23,7 +28,7 @@ from pyspark_kafka_upgrade._adapters.spark.kafka_jars import (
 
 
 def build_test_spark_session(
-    app_name: str, connector: str, event_log_dir: Path | None = None
+    app_name: str, connector: str, event_log_dir: Path | None = None, *, delta: bool = False
 ) -> SparkSession:
     """Start (or reuse) a local[1] session that needs no network beyond 127.0.0.1.
 
@@ -53,10 +58,15 @@ def build_test_spark_session(
             .config("spark.eventLog.dir", event_log_dir.as_uri())
             .config("spark.eventLog.compress", "false")
         )
-    if connector == "builtin":
-        # Jars load only with a process's first SparkContext: the one session of the run
-        # must have them for any test to read with the built-in connector.
-        builder = builder.config("spark.jars", ",".join(fetch_connector_jars()))
+    # Jars load only with a process's first SparkContext: the one session of the run must
+    # have them for any test to read with the built-in connector or write a Delta table.
+    jars = fetch_connector_jars() if connector == "builtin" else []
+    if delta:
+        jars += fetch_delta_jars()
+        for key, value in {**DELTA_SESSION_CONF, **LOCAL_DELTA_CONF}.items():
+            builder = builder.config(key, value)
+    if jars:
+        builder = builder.config("spark.jars", ",".join(jars))
     return builder.getOrCreate()
 
 

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from pyspark_kafka_upgrade._domain.values.project import Project
-from pyspark_kafka_upgrade.testing._connector import connector_under_test
+from pyspark_kafka_upgrade.testing._connector import connector_under_test, sink_under_test
 from pyspark_kafka_upgrade.testing._jvm import use_test_jvm_options
 from pyspark_kafka_upgrade.testing._kafka.backend import (
     BACKEND_ENV_VAR,
@@ -281,8 +281,13 @@ def spark(pytestconfig: pytest.Config, spark_event_log: Path) -> Iterator[SparkS
     # Here, not at the top: only this fixture needs pyspark.
     from pyspark_kafka_upgrade.testing._spark import build_test_spark_session
 
-    connector = connector_under_test(project_under_test(pytestconfig))
-    session = build_test_spark_session("tests", connector, event_log_dir=spark_event_log)
+    project = project_under_test(pytestconfig)
+    session = build_test_spark_session(
+        "tests",
+        connector_under_test(project),
+        event_log_dir=spark_event_log,
+        delta=sink_under_test(project) == "delta",
+    )
     yield session
     session.stop()
 

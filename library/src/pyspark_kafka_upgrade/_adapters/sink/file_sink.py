@@ -38,7 +38,7 @@ from pyspark_kafka_upgrade._domain.records.sink import (
     require_committed,
 )
 from pyspark_kafka_upgrade._domain.records.sink_errors import NoOutputError
-from pyspark_kafka_upgrade._domain.values.catalog import SINK_FORMATS, SinkFormat
+from pyspark_kafka_upgrade._domain.values.catalog import SINKS, SinkFormat
 from pyspark_kafka_upgrade._domain.values.layout import (
     GenerationLayout,
     output_root,
@@ -118,6 +118,10 @@ class FileSink(Sink):
         # Only the log: a plan rests on which batches the sink committed, not on their files.
         return read_generation_log(generation, self.location(generation)).batch_ids
 
+    def last_committed_batch(self, generation: int) -> int | None:
+        batches = self.committed_batches(generation)
+        return batches[-1] if batches else None
+
     def output(self, generation: int) -> GenerationOutput:
         check = check_generation(generation, self.location(generation))
         log = check.log
@@ -187,9 +191,12 @@ class FileSink(Sink):
         return reader.load([unquote(path) for path in output.files])
 
 
+_FILE_FORMATS = frozenset(name for name, kind in SINKS.items() if kind.class_name == "FileSink")
+
+
 def _format_of(paths: Iterable[str]) -> str | None:
     """The format when every committed file's name ends with it (Spark's part-*.parquet)."""
     formats = {path.rsplit(".", 1)[-1] for path in paths}
-    if len(formats) == 1 and formats <= set(SINK_FORMATS):
+    if len(formats) == 1 and formats <= _FILE_FORMATS:
         return formats.pop()
     return None

@@ -22,6 +22,16 @@ import pyspark
 from pyspark.errors import PySparkRuntimeError
 from pyspark.sql import SparkSession
 
+from pyspark_kafka_upgrade._adapters.spark.delta_jars import (
+    DELTA_EXTENSION_CLASS,
+    DELTA_SESSION_CONF,
+    LOCAL_DELTA_CONF,
+    DeltaUnavailableError,
+    delta_conf,
+    delta_package,
+    describe_delta_jars,
+    fetch_delta_jars,
+)
 from pyspark_kafka_upgrade._adapters.spark.kafka_jars import (
     ADVICE,
     KAFKA_PROVIDER_CLASS,
@@ -63,11 +73,19 @@ def build_spark_session(
     with the connector's.
     """
     builtin = settings.kafka.connector == "builtin"
+    delta = settings.sink.format == "delta"
     check_java()
-    if builtin and not launched_by_spark(os.environ):
+    if not launched_by_spark(os.environ):
         # Resolved with Maven on first use (a progress line on stderr), from the cache after.
-        fetch_connector_jars(pyspark.__version__)
+        if builtin:
+            fetch_connector_jars(pyspark.__version__)
+        if delta:
+            fetch_delta_jars(pyspark.__version__)
     conf = spark_conf(settings, extra_conf=extra_conf)
+    local = master is None or master.startswith("local")
+    if delta and local and not launched_by_spark(os.environ):
+        for key, value in LOCAL_DELTA_CONF.items():
+            conf.setdefault(key, value)  # the caller's own choice stands
     python = conf["spark.pyspark.python"]
     check_pyarrow(python)
     # Python data sources start their workers with PYSPARK_PYTHON from the JVM's
@@ -83,6 +101,8 @@ def build_spark_session(
     session = _start(builder)
     if builtin:
         _require_kafka_provider(session, conf, already_running=already_running)
+    if delta:
+        _require_delta(session, conf, already_running=already_running)
     return session
 
 
@@ -160,11 +180,22 @@ def spark_conf(
         "spark.sql.session.timeZone": "UTC",
         "spark.pyspark.python": worker_python(user, env),
     }
+    version = spark_version or pyspark.__version__
+    jars: list[str] = []
     if settings.kafka.connector == "builtin" and not launched_by_spark(env):
-        jars = builtin_connector_conf(spark_version or pyspark.__version__, env)
-        for key, value in jars.items():
-            # The caller's own jars or packages are kept beside the connector's.
-            conf[key] = ",".join(item for item in (user.pop(key, "").strip(), value) if item)
+        jars.append(builtin_connector_conf(version, env)["spark.jars"])
+    if settings.sink.format == "delta":
+        if not launched_by_spark(env):
+            jars.append(delta_conf(version, env)["spark.jars"])
+        if not env.get("DATABRICKS_RUNTIME_VERSION", "").strip():
+            # Databricks' runtime has Delta in its own catalog: replacing it would hide
+            # Unity Catalog. Under spark-submit the jars come from --packages, these do not.
+            conf.update(DELTA_SESSION_CONF)
+    if jars:
+        # The caller's own jars or packages are kept beside the connector's and Delta's.
+        conf["spark.jars"] = ",".join(
+            item for item in (user.pop("spark.jars", "").strip(), *jars) if item
+        )
     conf.update(user)
     return conf
 
@@ -281,6 +312,33 @@ def _require_kafka_provider(
     raise ConnectorUnavailableError(
         f"Spark started, but {KAFKA_PROVIDER_CLASS} is not loadable from the jars "
         f"{describe_jars(conf)}; {ADVICE}"
+    )
+
+
+def _require_delta(
+    session: SparkSession, conf: Mapping[str, str], *, already_running: bool
+) -> None:
+    # As the Kafka connector's: jars that lack Delta surface only when a class loads.
+    jvm = session.sparkContext._jvm
+    if jvm is not None and jvm.org.apache.spark.util.Utils.classIsLoadable(DELTA_EXTENSION_CLASS):
+        return
+    if launched_by_spark(os.environ):
+        raise DeltaUnavailableError(
+            f"Delta Lake ({DELTA_EXTENSION_CLASS}) is not on the classpath spark-submit gave "
+            f"this job: pass --packages {delta_package(pyspark.__version__)} or its jars with "
+            "--jars (`connector fetch` lists them), or use a platform runtime that ships Delta"
+        )
+    if already_running:
+        raise DeltaUnavailableError(
+            f"Delta Lake ({DELTA_EXTENSION_CLASS}) is not loadable in the SparkSession that was "
+            "already running in this process; jars load only when the first session starts, "
+            "so build this one first"
+        )
+    session.stop()
+    raise DeltaUnavailableError(
+        f"Spark started, but {DELTA_EXTENSION_CLASS} is not loadable from the jars "
+        f"{describe_delta_jars(conf)}; set SPARK_DELTA_JARS to Delta's jars for Spark "
+        f"{pyspark.__version__}, or run `<pipeline> connector fetch`"
     )
 
 

@@ -80,7 +80,7 @@ def gather(
     # Only the sink's log: the plan rests on which batches the sink committed, not on their
     # files. A log this user may not read is one line naming the generation (IntegrityError).
     sink = open_sink(settings.sink.format, root)
-    sink_batches = sink.committed_batches(old.generation)
+    sink_last_batch = sink.last_committed_batch(old.generation)
     ledger = ledger_facts(store.batches(old.pipeline, old.generation))
     stored = load_initial_offsets(layout.initial_offsets)
     initial = None if stored is None else flatten(stored)
@@ -98,7 +98,7 @@ def gather(
         next_sink_location=sink.location(number),
         signature=derive_signature(settings, layout),
         checkpoint=checkpoint,
-        sink_last_batch=sink_batches[-1] if sink_batches else None,
+        sink_last_batch=sink_last_batch,
         ledger=ledger,
         gap_batch_ids=tuple(
             gap.batch_id

@@ -128,6 +128,6 @@ def committed_directories(layout: GenerationLayout, sink_format: SinkFormat) -> 
             pass
     for quarantine in (False, True):
         sink = open_sink(sink_format, layout.root, quarantine=quarantine)
-        if sink.committed_batches(layout.generation):
+        if sink.last_committed_batch(layout.generation) is not None:
             found.append(sink.location(layout.generation))
     return found

@@ -116,6 +116,13 @@ class Sink(Protocol):
         Raises IntegrityError when this user may not read the log."""
         ...
 
+    def last_committed_batch(self, generation: int) -> int | None:
+        """The last batch ``generation``'s sink committed (None: none), the one fact a plan
+        needs: as cheap as the sink can say it (a table's snapshot, not its whole history).
+
+        Raises IntegrityError when this user may not read the log."""
+        ...
+
     def output(self, generation: int) -> GenerationOutput:
         """What ``generation`` committed (nothing, before its first batch) and which of its
         committed files are damaged: gone, of another size, or out of this user's reach. A

@@ -41,3 +41,8 @@ class IntegrityError(SinkError):
                 f" ({more} more damaged in generation {generations}: `verify --json` lists each)"
             )
         super().__init__(line)
+
+
+class DeltaLogError(SinkError):
+    """A Delta table's log cannot be read: its client library is missing, or the storage
+    refused; the message names the table."""

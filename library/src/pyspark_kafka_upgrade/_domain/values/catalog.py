@@ -23,7 +23,7 @@ from typing import Literal, get_args
 
 # -- The sinks, by the format in the settings ------------------------------------------------
 
-SinkFormat = Literal["parquet", "orc"]
+SinkFormat = Literal["parquet", "orc", "delta"]
 SINK_FORMATS: tuple[SinkFormat, ...] = get_args(SinkFormat)
 
 
@@ -31,10 +31,16 @@ SINK_FORMATS: tuple[SinkFormat, ...] = get_args(SinkFormat)
 class SinkKind:
     module: str  # in the sink package
     class_name: str  # implements records.sink.Sink
+    one_table: bool = False  # every generation in one table, rather than a directory each
 
 
 _FILE_SINK = SinkKind(module="file_sink", class_name="FileSink")
-SINKS: dict[SinkFormat, SinkKind] = {"parquet": _FILE_SINK, "orc": _FILE_SINK}
+SINKS: dict[SinkFormat, SinkKind] = {
+    "parquet": _FILE_SINK,
+    "orc": _FILE_SINK,
+    # One Delta Lake table for every generation; its log is read with the `delta` extra.
+    "delta": SinkKind(module="delta_sink", class_name="DeltaSink", one_table=True),
+}
 
 # -- The Kafka connectors -------------------------------------------------------------------
 

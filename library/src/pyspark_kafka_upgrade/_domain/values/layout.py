@@ -6,6 +6,8 @@
       checkpoints/generation-<n>/run.lock      the single-writer guard of generation n
       output/generation-<n>/                   windowed aggregates (+ _spark_metadata)
       quarantine/generation-<n>/               malformed records (+ _spark_metadata)
+      output/table/, quarantine/table/         the same in one Delta table for every
+                                               generation (sink.format = "delta")
 
 Every generation gets directories of its own: a new checkpoint writing into an older
 generation's sink directory would be skipped silently by that directory's
@@ -96,3 +98,11 @@ def output_root(root: str) -> str:
 
 def quarantine_root(root: str) -> str:
     return _join(root, "quarantine")
+
+
+TABLE_DIRECTORY = "table"
+
+
+def table_location(root: str, *, quarantine: bool = False) -> str:
+    """The one table every generation appends to, when the sink is a table (Delta)."""
+    return _join(quarantine_root(root) if quarantine else output_root(root), TABLE_DIRECTORY)

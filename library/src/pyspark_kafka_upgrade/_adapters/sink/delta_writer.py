@@ -1,0 +1,117 @@
+"""Appending a streaming query to the one Delta table every generation shares.
+
+Each micro-batch is one Delta commit through ``foreachBatch``, rather than Delta's own
+streaming sink, for three reasons:
+
+* its idempotence key is the generation, not the query: the commit carries the transaction
+  ``(pyspark-kafka-upgrade/generation-<n>, batch id)``, so Delta skips a batch re-run after a
+  crash between its commit and the checkpoint's, and the log itself says which generation
+  committed which batch (Delta's sink keys it by the query id, which only the checkpoint
+  knows);
+* every row gets its ``generation``, and the table is partitioned by it, so each file
+  belongs to one generation and a reader of one generation reads only its files;
+* a new aggregate is a new nullable column (``mergeSchema``): older generations' rows hold
+  null there.
+
+Append mode with the watermark, as the file sink: a window is written once, when the
+watermark passes its end, and the replay filter keeps generations' windows apart.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from typing import TYPE_CHECKING
+
+from pyspark_kafka_upgrade._adapters.sink.delta_log import app_id, last_batch
+from pyspark_kafka_upgrade._domain.records.sink import GENERATION, Trigger
+from pyspark_kafka_upgrade._domain.records.sink_errors import IncompatibleGenerationsError
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+    from pyspark.sql.streaming.query import StreamingQuery
+
+__all__ = ["FAILPOINT_ENV_VAR", "start_delta_sink"]
+
+# The proofs' one way in: "<query name>:<batch id>" makes the driver kill itself with SIGKILL
+# right after that batch's Delta commit, before Spark writes the checkpoint's commit: the
+# moment a crash can repeat a batch. Unset in production; read once per query start.
+FAILPOINT_ENV_VAR = "PYSPARK_KAFKA_UPGRADE_KILL_AFTER_TABLE_COMMIT"
+
+
+def start_delta_sink(
+    frame: DataFrame,
+    *,
+    query_name: str,
+    table: str,
+    checkpoint: str,
+    generation: int,
+    trigger: Trigger,
+) -> StreamingQuery:
+    if any(name.lower() == GENERATION for name in frame.columns):
+        raise IncompatibleGenerationsError(
+            f"the output already has a column named {GENERATION!r}, the column of the Delta "
+            f"table {table} that says which generation wrote a row; rename it in the "
+            "aggregation"
+        )
+    from pyspark.sql import functions as F
+
+    application = app_id(generation)
+    kill_after = _failpoint(query_name)
+    # Only the first batch of a start can be one the table committed already: the batch a
+    # crash interrupted between the table's commit and the checkpoint's. Spark runs it
+    # again, from the same offsets and with the same watermark, so the rows are the ones
+    # committed. Delta would skip the append by its transaction without reading the rows,
+    # but the batch must still run: its state stores commit only when it does, and Spark
+    # 4.2 fails a foreachBatch batch whose state was not committed
+    # (STATE_STORE_COMMIT_VALIDATION_FAILED). So it runs into the noop sink instead.
+    first: list[int | None] = []
+
+    def append(batch: DataFrame, batch_id: int) -> None:
+        if not first:
+            first.append(last_batch(table, generation))
+        if first[0] is not None and batch_id <= first[0]:
+            batch.write.format("noop").mode("overwrite").save()
+            return
+        (
+            batch.withColumn(GENERATION, F.lit(generation).cast("int"))
+            .write.format("delta")
+            .mode("append")
+            .partitionBy(GENERATION)
+            .option("txnAppId", application)
+            .option("txnVersion", batch_id)
+            .option("mergeSchema", "true")
+            .option("userMetadata", json.dumps({"generation": generation, "batch": batch_id}))
+            .save(table)
+        )
+        if kill_after == batch_id:
+            _kill_this_driver()
+
+    writer = (
+        frame.writeStream.queryName(query_name)
+        .foreachBatch(append)
+        .outputMode("append")
+        .option("checkpointLocation", checkpoint)
+    )
+    if trigger.available_now:
+        writer = writer.trigger(availableNow=True)
+    elif trigger.interval:
+        writer = writer.trigger(processingTime=trigger.interval)
+    return writer.start()
+
+
+def _kill_this_driver() -> None:
+    # With Spark's JVM when this process leads its group (a driver started on its own, as
+    # the proofs start it): nothing of the driver outlives the kill to write a commit.
+    if os.getpgrp() == os.getpid():
+        os.killpg(os.getpgrp(), signal.SIGKILL)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _failpoint(query_name: str) -> int | None:
+    chosen = os.environ.get(FAILPOINT_ENV_VAR, "").strip()
+    name, _, batch = chosen.rpartition(":")
+    if name == query_name and batch.isdigit():
+        return int(batch)
+    return None

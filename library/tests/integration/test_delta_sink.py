@@ -1,0 +1,214 @@
+"""The pipeline on a Delta table (``sink.format = "delta"``): every generation appends to one
+table, the upgrade stays exact in it, another engine reads it back, and a batch re-run after a
+crash between the table's commit and the checkpoint's is not appended twice.
+
+The oracle reads the table with delta-rs (``testing._proof.delta_rows``), not through the
+sink under test, which reads it with Spark.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from deltalake import DeltaTable
+from pyspark.sql import SparkSession
+
+import pyspark_kafka_upgrade.testing._driver_process as driver_process
+import pyspark_kafka_upgrade.testing._oracle as oracle
+import support.pipelines as pipelines
+from pyspark_kafka_upgrade import testing
+from pyspark_kafka_upgrade._adapters.sink.delta_writer import (
+    FAILPOINT_ENV_VAR,
+)
+from pyspark_kafka_upgrade._application.output_show import (
+    show_output,
+)
+from pyspark_kafka_upgrade._application.run.run_command import (
+    RunRequest,
+    run_pipeline,
+)
+from pyspark_kafka_upgrade._core.settings import (
+    load_settings,
+)
+from pyspark_kafka_upgrade._domain.values.layout import (
+    GenerationLayout,
+    table_location,
+)
+from pyspark_kafka_upgrade._domain.values.project import (
+    Project,
+)
+from pyspark_kafka_upgrade._example.pipeline import PROJECT
+from pyspark_kafka_upgrade.testing import (
+    KafkaBackend,
+    ProofReport,
+    prove_upgrade,
+    query_source,
+    with_query_source,
+)
+from pyspark_kafka_upgrade.testing._proof import delta_rows, verify_says
+
+pytestmark = pytest.mark.integration
+
+BASE_MS = 1_795_341_600_000  # 2026-11-22T10:00:00Z
+DELTA = "sink.format=delta"
+USERS = 'aggregation.metrics={"views": "count(*)", "users": "approx_count_distinct(user_id)"}'
+WINDOWS = [
+    "window.duration=10 minutes",
+    "window.slide=5 minutes",
+    "window.watermark_delay=5 minutes",
+]
+REPLAY_STEP = "    framed = steps.drop_written_windows(framed, recipe)\n"
+IDLE_STEP = "    steps.drop_written_windows(framed, recipe)\n"
+KILL_TIMEOUT_S = 240
+GRID = oracle.Grid(size_ms=10 * pipelines.MINUTE_MS)
+
+
+def page_view(minute: int) -> dict[str, object]:
+    moment = datetime.fromtimestamp(BASE_MS / 1000 + minute * 60, tz=UTC)
+    return {
+        "article_id": f"a{minute % 3}",
+        "user_id": f"u{minute % 5}",
+        "event_time": moment.isoformat().replace("+00:00", "Z"),
+    }
+
+
+def prove(project: Project, spark: SparkSession, kafka: KafkaBackend, path: Path) -> ProofReport:
+    return prove_upgrade(
+        project,
+        spark,
+        kafka,
+        path,
+        events=[page_view(minute) for minute in range(60)],
+        stop_after=40,
+        version_2=[USERS],
+        settings=[*WINDOWS, DELTA],
+    )
+
+
+def test_an_upgrade_into_one_delta_table_is_exact_and_reads_back_outside_spark(
+    spark: SparkSession, kafka_backend: KafkaBackend, tmp_path: Path
+) -> None:
+    report = prove(PROJECT, spark, kafka_backend, tmp_path)
+    assert report.exact, report.explain()
+    assert report.verified is not None and report.verified.ok
+    assert {g for writers in report.written.values() for g, _ in writers} == {1, 2}
+    assert report.settings is not None
+    table = table_location(report.settings.pipeline.root)
+    assert not (tmp_path / "pipeline" / "output" / "generation-1").exists()
+
+    # delta-rs, with no JVM, reads the rows `output show` prints: every window once.
+    shown = json.loads(show_output(report.settings, spark=spark, limit=None, as_json=True))
+    assert shown["output"] == table and shown["format"] == "delta"
+    read_by_delta_rs = sorted(
+        (row["generation"], row["window_start"], row["article_id"], row["views"], row["users"])
+        for generation in (1, 2)
+        for row in delta_rows(table, generation)
+    )
+    printed = sorted(
+        (
+            row["generation"],
+            datetime.fromisoformat(row["window_start"].replace("Z", "+00:00")),
+            row["article_id"],
+            row["views"],
+            row["users"],
+        )
+        for row in shown["rows"]
+    )
+    assert read_by_delta_rs == printed
+    windows = [(start, article) for _, start, article, _, _ in read_by_delta_rs]
+    assert len(windows) == len(set(windows)) == len(report.expected)
+    # Version 1 computed no users: null in its rows, a column of the one table since 2.
+    assert {users for generation, _, _, _, users in read_by_delta_rs if generation == 1} == {None}
+
+    # The table's history: generation 1's batches, then generation 2's, one commit each.
+    history = DeltaTable(table).history()
+    marks = [json.loads(commit["userMetadata"]) for commit in reversed(history)]
+    generations = [mark["generation"] for mark in marks]
+    assert generations == sorted(generations) and set(generations) == {1, 2}
+    for generation in (1, 2):
+        batches = [mark["batch"] for mark in marks if mark["generation"] == generation]
+        assert batches == list(range(len(batches))), (generation, batches)
+
+
+def test_a_replay_without_the_filter_writes_windows_twice_in_the_table(
+    spark: SparkSession, kafka_backend: KafkaBackend, tmp_path: Path
+) -> None:
+    source = query_source(PROJECT)
+    assert REPLAY_STEP in source
+    broken = with_query_source(PROJECT, source.replace(REPLAY_STEP, IDLE_STEP), tmp_path)
+
+    report = prove(broken, spark, kafka_backend, tmp_path)
+
+    # prove_upgrade has checked that verify says so too.
+    assert not report.exact
+    assert report.written_twice and report.different, report.explain()
+
+
+def test_a_kill_9_between_the_table_commit_and_the_checkpoint_commit_appends_no_batch_twice(
+    spark: SparkSession,
+    kafka_backend: KafkaBackend,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    bootstrap = kafka_backend.bootstrap_servers
+    topic = testing.unique_topic("delta-kill")
+    testing.create_topic(bootstrap, topic, 2)
+    log = oracle.EventLog(bootstrap)
+    times = [pipelines.BASE_MS + minute * pipelines.MINUTE_MS for minute in range(60)]
+    log.produce(topic, pipelines.page_views(["a1", "a2", "a3"], times, 2))
+    overrides = pipelines.pipeline_overrides(
+        tmp_path,
+        bootstrap,
+        topic,
+        DELTA,
+        "kafka.max_offsets_per_trigger=12",
+        "pipeline.state_partitions=1",
+    )
+    settings = load_settings(PROJECT, env={}, overrides=overrides).settings
+    checkpoint = Path(GenerationLayout(str(tmp_path / "pipeline"), 1).checkpoint)
+    table = table_location(str(tmp_path / "pipeline"))
+    killed_at = 2  # a batch that writes windows: the watermark has passed some ends by then
+    run = [*(f"--set={override}" for override in overrides), "run", "--master=local[1]"]
+
+    monkeypatch.setenv(FAILPOINT_ENV_VAR, f"aggregates:{killed_at}")
+    with driver_process.started(run, tmp_path) as driver:
+        code = driver.wait(KILL_TIMEOUT_S)
+    monkeypatch.delenv(FAILPOINT_ENV_VAR)
+
+    # The crash landed where it must: the table has the batch, the checkpoint does not.
+    assert code == -9, f"the run was not killed (exit {code}):\n{driver.output}"
+    (last_commit,) = DeltaTable(table).history(limit=1)
+    assert json.loads(last_commit["userMetadata"]) == {"generation": 1, "batch": killed_at}
+    assert oracle.committed_batches(checkpoint)[-1] == killed_at - 1
+    assert killed_at in oracle.planned_batches(checkpoint)
+    rows_before = len(delta_rows(table, 1))
+    assert rows_before > 0
+
+    # The restart re-runs that batch; the table's transaction skips its second append.
+    run_pipeline(RunRequest(settings=settings, available_now=True, echo=lambda _: None), spark)
+
+    final_w = oracle.final_watermark_ms(checkpoint)
+    written = [
+        (round(row["window_start"].timestamp() * 1000), row["article_id"], int(row["views"]))
+        for row in delta_rows(table, 1)
+    ]
+    comparison = oracle.Comparison(
+        oracle.expected_counts(log.events, GRID, written_through_ms=final_w),
+        {"generation 1": written},
+        log.events,
+        GRID,
+    )
+    verify_says(
+        comparison.exact,
+        comparison.report(),
+        settings,
+        spark,
+        from_ms=pipelines.BASE_MS - 10 * pipelines.MINUTE_MS,
+    )
+    comparison.check()
+    history = DeltaTable(table).history()
+    batches = [json.loads(commit["userMetadata"])["batch"] for commit in reversed(history)]
+    assert batches == sorted(set(batches)), f"a batch was committed twice: {batches}"
