@@ -8,6 +8,7 @@ sink under test, which reads it with Spark.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,6 +24,9 @@ from pyspark_kafka_upgrade import testing
 from pyspark_kafka_upgrade._adapters.sink.delta_writer import (
     FAILPOINT_ENV_VAR,
 )
+from pyspark_kafka_upgrade._application.checkpoint_show.show import (
+    show_checkpoint,
+)
 from pyspark_kafka_upgrade._application.output_show import (
     show_output,
 )
@@ -30,8 +34,16 @@ from pyspark_kafka_upgrade._application.run.run_command import (
     RunRequest,
     run_pipeline,
 )
+from pyspark_kafka_upgrade._application.upgrade.commands import (
+    apply_command,
+    plan_command,
+    rollback_command,
+)
 from pyspark_kafka_upgrade._core.settings import (
     load_settings,
+)
+from pyspark_kafka_upgrade._domain.records.record_errors import (
+    UpgradeError,
 )
 from pyspark_kafka_upgrade._domain.values.layout import (
     GenerationLayout,
@@ -132,6 +144,34 @@ def test_an_upgrade_into_one_delta_table_is_exact_and_reads_back_outside_spark(
         batches = [mark["batch"] for mark in marks if mark["generation"] == generation]
         assert batches == list(range(len(batches))), (generation, batches)
 
+    # `checkpoint show` reads what generation 2 committed from the table's log.
+    checkpoint = json.loads(
+        show_checkpoint(
+            report.settings,
+            path=None,
+            generation=None,
+            sink=None,
+            as_json=True,
+            spark=lambda: spark,
+        )
+    )
+    last = max(mark["batch"] for mark in marks if mark["generation"] == 2)
+    assert checkpoint["sink"]["uri"] == table
+    assert checkpoint["sink"]["last_batch_id"] == last
+    assert checkpoint["sink"]["last_batch_matches_checkpoint"] is True
+    assert checkpoint["sink"]["damaged"] == []
+
+    # An upgrade to a generation 3 that commits nothing to the table can be rolled back;
+    # once it has committed a batch, it cannot.
+    aggregation = report.settings.aggregation
+    metrics = {**aggregation.metrics, "events": "count(*)"}
+    version_3 = dataclasses.replace(
+        report.settings, aggregation=dataclasses.replace(aggregation, metrics=metrics)
+    )
+    apply_command(version_3, accept_data_loss=False, spark=lambda: spark)
+    said = rollback_command(version_3, spark=lambda: spark)
+    assert "generation 3 retired unused" in said, said
+
 
 def test_a_replay_without_the_filter_writes_windows_twice_in_the_table(
     spark: SparkSession, kafka_backend: KafkaBackend, tmp_path: Path
@@ -184,8 +224,12 @@ def test_a_kill_9_between_the_table_commit_and_the_checkpoint_commit_appends_no_
     assert json.loads(last_commit["userMetadata"]) == {"generation": 1, "batch": killed_at}
     assert oracle.committed_batches(checkpoint)[-1] == killed_at - 1
     assert killed_at in oracle.planned_batches(checkpoint)
-    rows_before = len(delta_rows(table, 1))
-    assert rows_before > 0
+    assert delta_rows(table, 1), "the killed batch wrote no window: this trial proves nothing"
+
+    # A plan made now would write that batch's windows again: refused, from the table's log.
+    version_2 = load_settings(PROJECT, env={}, overrides=[*overrides, USERS]).settings
+    with pytest.raises(UpgradeError, match=f"output holds batch {killed_at} but its checkpoint"):
+        plan_command(version_2, as_json=True, accept_data_loss=False, spark=lambda: spark)
 
     # The restart re-runs that batch; the table's transaction skips its second append.
     run_pipeline(RunRequest(settings=settings, available_now=True, echo=lambda _: None), spark)

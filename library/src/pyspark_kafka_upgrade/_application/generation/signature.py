@@ -18,6 +18,7 @@ import importlib.metadata
 import importlib.util
 import inspect
 import sys
+import tokenize
 from importlib.abc import InspectLoader
 from types import ModuleType
 
@@ -149,6 +150,11 @@ def _source(name: str) -> str:
         spec = importlib.util.find_spec(name)
         loader = None if spec is None else spec.loader
         source = loader.get_source(name) if isinstance(loader, InspectLoader) else None
+        if source is None and spec is not None and (spec.origin or "").endswith(".py"):
+            # A loader that cannot give sources (pytest's assertion rewriter claims every
+            # module of a plugin's distribution) still found the file.
+            with tokenize.open(str(spec.origin)) as file:
+                source = file.read()
         if source is None:
             raise OSError("no source file")
         return source
