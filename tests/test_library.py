@@ -33,9 +33,11 @@ PARITY = (
 KILLS = "tests/integration/test_proof_kill_trials.py::test_kill_9_at_random_moments"
 PROOF = "tests/integration/test_proof_harness.py::test_the_proof_catches_a_query_whose_replay"
 # The proofs run again on the oldest Spark: the upgrade, its kill trials and negative
-# controls, the plugin's proof, and the parser mirror against that Spark's own parser.
+# controls, the plugin's proof, the Delta table's (with Delta 4.0, built for Spark 4.0), and
+# the parser mirror against that Spark's own parser.
 OLDEST_PROOFS = (
     "tests/integration/test_upgrade.py",
+    "tests/integration/test_delta_sink.py",
     "tests/integration/test_proof_kill_trials.py",
     "tests/integration/test_proof_negative_controls.py",
     "tests/integration/test_proof_upgrade_kills.py",
