@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
+from pyspark_kafka_upgrade._adapters.sink.committed import chosen_generations, damage_of
 from pyspark_kafka_upgrade._adapters.sink.delta_log import TableLog, last_batch, read_table_log
 from pyspark_kafka_upgrade._adapters.sink.integrity import Listing, damaged_files
 from pyspark_kafka_upgrade._adapters.storage.filesystem import (
@@ -31,7 +32,6 @@ from pyspark_kafka_upgrade._domain.records.sink import (
     Trigger,
     require_committed,
 )
-from pyspark_kafka_upgrade._domain.records.sink_errors import NoOutputError
 from pyspark_kafka_upgrade._domain.values.catalog import SinkFormat
 from pyspark_kafka_upgrade._domain.values.layout import table_location
 
@@ -102,23 +102,17 @@ class DeltaSink(Sink):
 
     def outputs(self, generations: Iterable[int] | None = None) -> list[GenerationOutput]:
         log = read_table_log(self._table)
-        present = log.generations
-        if generations is None:
-            if not present:
-                raise NoOutputError(
-                    f"no output in the Delta table {self._table}: no generation has committed "
-                    "to it; has the pipeline run with this pipeline.root?"
-                )
-            chosen = present
-        else:
-            chosen = sorted(set(generations))
-            missing = [generation for generation in chosen if generation not in present]
-            if missing:
-                available = ", ".join(map(str, present)) or "none"
-                raise NoOutputError(
-                    f"no output for generation {missing[0]} in the Delta table {self._table}; "
-                    f"generations with output: {available}"
-                )
+        chosen = chosen_generations(
+            log.generations,
+            generations,
+            none_present=(
+                f"no output in the Delta table {self._table}: no generation has committed "
+                "to it; has the pipeline run with this pipeline.root?"
+            ),
+            not_present=lambda generation: (
+                f"no output for generation {generation} in the Delta table {self._table}"
+            ),
+        )
         return [self._output(log, generation) for generation in chosen]
 
     def read(self, spark: SparkSession, outputs: Sequence[GenerationOutput]) -> DataFrame:
@@ -140,14 +134,7 @@ class DeltaSink(Sink):
     def damage_in(
         self, failure: FileReadFailure | None, outputs: Sequence[GenerationOutput]
     ) -> DamagedFile | None:
-        if failure is None:
-            return None
-        key = location_key(failure.path)
-        for output in outputs:
-            for path in output.files:
-                if location_key(path) == key:
-                    return failure.damage(output.generation, path)
-        return None
+        return damage_of(failure, outputs)
 
     def _output(self, log: TableLog, generation: int) -> GenerationOutput:
         committed = log.files.get(generation, ())

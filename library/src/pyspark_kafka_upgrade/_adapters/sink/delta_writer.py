@@ -25,6 +25,7 @@ import signal
 from typing import TYPE_CHECKING
 
 from pyspark_kafka_upgrade._adapters.sink.delta_log import app_id, last_batch
+from pyspark_kafka_upgrade._adapters.sink.writer import triggered
 from pyspark_kafka_upgrade._domain.records.sink import GENERATION, Trigger
 from pyspark_kafka_upgrade._domain.records.sink_errors import IncompatibleGenerationsError
 
@@ -94,11 +95,7 @@ def start_delta_sink(
         .outputMode("append")
         .option("checkpointLocation", checkpoint)
     )
-    if trigger.available_now:
-        writer = writer.trigger(availableNow=True)
-    elif trigger.interval:
-        writer = writer.trigger(processingTime=trigger.interval)
-    return writer.start()
+    return triggered(writer, trigger).start()
 
 
 def _kill_this_driver() -> None:

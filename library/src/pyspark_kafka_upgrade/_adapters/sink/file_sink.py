@@ -28,8 +28,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
+from pyspark_kafka_upgrade._adapters.sink.committed import chosen_generations, damage_of
 from pyspark_kafka_upgrade._adapters.sink.integrity import check_generation, read_generation_log
-from pyspark_kafka_upgrade._adapters.storage.filesystem import location_key, open_location
+from pyspark_kafka_upgrade._adapters.storage.filesystem import open_location
 from pyspark_kafka_upgrade._domain.records.damage import DamagedFile, FileReadFailure
 from pyspark_kafka_upgrade._domain.records.sink import (
     GenerationOutput,
@@ -37,7 +38,6 @@ from pyspark_kafka_upgrade._domain.records.sink import (
     Trigger,
     require_committed,
 )
-from pyspark_kafka_upgrade._domain.records.sink_errors import NoOutputError
 from pyspark_kafka_upgrade._domain.values.catalog import SINKS, SinkFormat
 from pyspark_kafka_upgrade._domain.values.layout import (
     GenerationLayout,
@@ -139,24 +139,18 @@ class FileSink(Sink):
         )
 
     def outputs(self, generations: Iterable[int] | None = None) -> list[GenerationOutput]:
-        present = self.generations()
-        if generations is None:
-            if not present:
-                raise NoOutputError(
-                    f"no output under {self._directory}: it holds no generation-<n> "
-                    "directory; has the pipeline run with this pipeline.root?"
-                )
-            chosen = present
-        else:
-            chosen = sorted(set(generations))
-            missing = [generation for generation in chosen if generation not in present]
-            if missing:
-                available = ", ".join(map(str, present)) or "none"
-                raise NoOutputError(
-                    f"no output directory for generation {missing[0]}: "
-                    f"{self.location(missing[0])} does not exist; generations with output: "
-                    f"{available}"
-                )
+        chosen = chosen_generations(
+            self.generations(),
+            generations,
+            none_present=(
+                f"no output under {self._directory}: it holds no generation-<n> directory; "
+                "has the pipeline run with this pipeline.root?"
+            ),
+            not_present=lambda generation: (
+                f"no output directory for generation {generation}: "
+                f"{self.location(generation)} does not exist"
+            ),
+        )
         return [self.output(generation) for generation in chosen]
 
     def read(self, spark: SparkSession, outputs: Sequence[GenerationOutput]) -> DataFrame:
@@ -168,14 +162,7 @@ class FileSink(Sink):
     def damage_in(
         self, failure: FileReadFailure | None, outputs: Sequence[GenerationOutput]
     ) -> DamagedFile | None:
-        if failure is None:
-            return None
-        key = location_key(failure.path)
-        for output in outputs:
-            for path in output.files:
-                if location_key(path) == key:
-                    return failure.damage(output.generation, path)
-        return None
+        return damage_of(failure, outputs)
 
     @property
     def _directory(self) -> str:

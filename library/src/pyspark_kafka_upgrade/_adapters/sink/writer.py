@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from pyspark.sql import DataFrame
 from pyspark.sql.streaming.query import StreamingQuery
+from pyspark.sql.streaming.readwriter import DataStreamWriter
 
 from pyspark_kafka_upgrade._domain.records.sink import Trigger
 from pyspark_kafka_upgrade._domain.values.catalog import SinkFormat
 
-__all__ = ["start_file_sink"]
+__all__ = ["start_file_sink", "triggered"]
 
 
 def start_file_sink(
@@ -32,8 +33,13 @@ def start_file_sink(
         .option("path", path)
         .option("checkpointLocation", checkpoint)
     )
+    return triggered(writer, trigger).start()
+
+
+def triggered(writer: DataStreamWriter, trigger: Trigger) -> DataStreamWriter:
+    """``writer`` with ``trigger``: every sink's queries run on the settings' trigger."""
     if trigger.available_now:
-        writer = writer.trigger(availableNow=True)
-    elif trigger.interval:
-        writer = writer.trigger(processingTime=trigger.interval)
-    return writer.start()
+        return writer.trigger(availableNow=True)
+    if trigger.interval:
+        return writer.trigger(processingTime=trigger.interval)
+    return writer

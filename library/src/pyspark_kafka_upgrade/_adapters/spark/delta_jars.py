@@ -186,9 +186,3 @@ def _check_spark_line(name: str, built_for: str | None, version: str, spark_vers
 def _artifact(name: str) -> str:
     match = _ARTIFACT_OF.match(name)
     return match["artifact"] if match else name
-
-
-def describe_delta_jars(conf: Mapping[str, str]) -> str:
-    """The Delta jars a session was given, for error messages."""
-    names = [Path(path).name for path in conf.get("spark.jars", "").split(",") if path]
-    return ", ".join(name for name in names if _JAR_NAME.fullmatch(name)) or "none"

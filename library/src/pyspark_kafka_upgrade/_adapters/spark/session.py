@@ -22,6 +22,7 @@ import pyspark
 from pyspark.errors import PySparkRuntimeError
 from pyspark.sql import SparkSession
 
+from pyspark_kafka_upgrade._adapters.spark.delta_jars import ADVICE as DELTA_ADVICE
 from pyspark_kafka_upgrade._adapters.spark.delta_jars import (
     DELTA_EXTENSION_CLASS,
     DELTA_SESSION_CONF,
@@ -29,7 +30,6 @@ from pyspark_kafka_upgrade._adapters.spark.delta_jars import (
     DeltaUnavailableError,
     delta_conf,
     delta_package,
-    describe_delta_jars,
     fetch_delta_jars,
 )
 from pyspark_kafka_upgrade._adapters.spark.kafka_jars import (
@@ -100,9 +100,9 @@ def build_spark_session(
         builder = builder.config(key, value)
     session = _start(builder)
     if builtin:
-        _require_kafka_provider(session, conf, already_running=already_running)
+        _require(session, conf, _kafka_provider(), already_running=already_running)
     if delta:
-        _require_delta(session, conf, already_running=already_running)
+        _require(session, conf, _delta(), already_running=already_running)
     return session
 
 
@@ -287,58 +287,66 @@ def _start(builder: SparkSession.Builder) -> SparkSession:
         ) from None
 
 
-def _require_kafka_provider(
-    session: SparkSession, conf: Mapping[str, str], *, already_running: bool
-) -> None:
-    # Jars that are missing, unreadable or lack the connector surface only here, at class
-    # loading: Spark itself starts without complaint.
-    jvm = session.sparkContext._jvm
-    if jvm is not None and jvm.org.apache.spark.util.Utils.classIsLoadable(KAFKA_PROVIDER_CLASS):
-        return
-    if launched_by_spark(os.environ):
-        raise ConnectorUnavailableError(
-            f"the built-in Kafka connector ({KAFKA_PROVIDER_CLASS}) is not on the classpath "
-            "spark-submit gave this job: pass its jars with --jars (`connector fetch` lists "
-            f"them) or --packages {connector_package(pyspark.__version__)} "
-            "(deploy/submit.sh does), or use the platform's Spark runtime that ships it"
-        )
-    if already_running:
-        raise ConnectorUnavailableError(
-            f"the built-in Kafka connector ({KAFKA_PROVIDER_CLASS}) is not loadable in the "
-            "SparkSession that was already running in this process; jars load only when the "
-            "first session starts, so build this one first"
-        )
-    session.stop()
-    raise ConnectorUnavailableError(
-        f"Spark started, but {KAFKA_PROVIDER_CLASS} is not loadable from the jars "
-        f"{describe_jars(conf)}; {ADVICE}"
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Required:
+    """A class some jars must bring, and how to say that they did not."""
+
+    class_name: str
+    what: str  # "the built-in Kafka connector", "Delta Lake"
+    error: type[PipelineError]
+    under_spark_submit: str  # what to pass spark-submit instead
+    advice: str  # what to do on this machine
+
+
+def _kafka_provider() -> _Required:
+    return _Required(
+        KAFKA_PROVIDER_CLASS,
+        "the built-in Kafka connector",
+        ConnectorUnavailableError,
+        f"pass its jars with --jars (`connector fetch` lists them) or --packages "
+        f"{connector_package(pyspark.__version__)} (deploy/submit.sh does)",
+        ADVICE,
     )
 
 
-def _require_delta(
-    session: SparkSession, conf: Mapping[str, str], *, already_running: bool
+def _delta() -> _Required:
+    return _Required(
+        DELTA_EXTENSION_CLASS,
+        "Delta Lake",
+        DeltaUnavailableError,
+        f"pass --packages {delta_package(pyspark.__version__)} or its jars with --jars "
+        "(`connector fetch` lists them)",
+        DELTA_ADVICE,
+    )
+
+
+def _require(
+    session: SparkSession,
+    conf: Mapping[str, str],
+    required: _Required,
+    *,
+    already_running: bool,
 ) -> None:
-    # As the Kafka connector's: jars that lack Delta surface only when a class loads.
+    # Jars that are missing, unreadable or lack the class surface only here, at class
+    # loading: Spark itself starts without complaint.
     jvm = session.sparkContext._jvm
-    if jvm is not None and jvm.org.apache.spark.util.Utils.classIsLoadable(DELTA_EXTENSION_CLASS):
+    if jvm is not None and jvm.org.apache.spark.util.Utils.classIsLoadable(required.class_name):
         return
+    named = f"{required.what} ({required.class_name})"
     if launched_by_spark(os.environ):
-        raise DeltaUnavailableError(
-            f"Delta Lake ({DELTA_EXTENSION_CLASS}) is not on the classpath spark-submit gave "
-            f"this job: pass --packages {delta_package(pyspark.__version__)} or its jars with "
-            "--jars (`connector fetch` lists them), or use a platform runtime that ships Delta"
+        raise required.error(
+            f"{named} is not on the classpath spark-submit gave this job: "
+            f"{required.under_spark_submit}, or use the platform's Spark runtime that ships it"
         )
     if already_running:
-        raise DeltaUnavailableError(
-            f"Delta Lake ({DELTA_EXTENSION_CLASS}) is not loadable in the SparkSession that was "
-            "already running in this process; jars load only when the first session starts, "
-            "so build this one first"
+        raise required.error(
+            f"{named} is not loadable in the SparkSession that was already running in this "
+            "process; jars load only when the first session starts, so build this one first"
         )
     session.stop()
-    raise DeltaUnavailableError(
-        f"Spark started, but {DELTA_EXTENSION_CLASS} is not loadable from the jars "
-        f"{describe_delta_jars(conf)}; set SPARK_DELTA_JARS to Delta's jars for Spark "
-        f"{pyspark.__version__}, or run `<pipeline> connector fetch`"
+    raise required.error(
+        f"Spark started, but {required.class_name} is not loadable from the jars "
+        f"{describe_jars(conf)}; {required.advice}"
     )
 
 
