@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -15,6 +16,8 @@ from pyspark_kafka_upgrade._core.settings import (
 from pyspark_kafka_upgrade._example.pipeline import PROJECT
 from pyspark_kafka_upgrade.testing import _ledgers as ledgers
 
+# SINK_FORMAT=delta runs the pipeline proofs on a Delta table; the default is the file sink.
+SINK_FORMAT = os.environ.get("SINK_FORMAT", "").strip()
 BASE_MS = 1_763_805_600_000  # 2025-11-22T10:00:00Z: old enough to be "late" if mishandled
 MINUTE_MS = 60_000
 
@@ -44,6 +47,7 @@ def pipeline_overrides(tmp_path: Path, bootstrap: str, topic: str, *overrides: s
         "window.watermark_delay=5 minutes",
         "sink.trigger_interval=1 second",
         f"kafka.connector={testing.connector_under_test(PROJECT)}",
+        *([f"sink.format={SINK_FORMAT}"] if SINK_FORMAT else []),
         *ledger_overrides(tmp_path),
     ]
     return [*base, *overrides]

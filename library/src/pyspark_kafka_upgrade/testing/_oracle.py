@@ -169,13 +169,30 @@ def final_watermark_ms(checkpoint: str | Path) -> int:
 
 
 def written_rows(spark: Any, directory: str | Path) -> list[tuple[int, str, int]]:
-    """(window start, key, views) per committed row of one output directory."""
+    """(window start, key, views) per committed row of one generation's output directory
+    (``<root>/output/generation-<n>``) read through its ``_spark_metadata``; or, where the
+    pipeline writes a Delta table (``<root>/output/table``), that generation's rows in it,
+    read with delta-rs, an engine other than the pipeline's."""
     path = Path(str(directory).removeprefix("file:"))
+    table = path.parent / "table"
+    if not (path / "_spark_metadata").is_dir() and (table / "_delta_log").is_dir():
+        return _table_rows(table, int(path.name.removeprefix("generation-")))
     if not (path / "_spark_metadata").is_dir():
         return []
     rows = spark.read.parquet(str(path)).select("window_start", "article_id", "views").collect()
     return [
         (round(row.window_start.timestamp() * 1000), row.article_id, int(row.views)) for row in rows
+    ]
+
+
+def _table_rows(table: Path, generation: int) -> list[tuple[int, str, int]]:
+    from deltalake import DeltaTable
+
+    rows = DeltaTable(str(table)).to_pyarrow_table().to_pylist()
+    return [
+        (round(row["window_start"].timestamp() * 1000), row["article_id"], int(row["views"]))
+        for row in rows
+        if row["generation"] == generation
     ]
 
 

@@ -66,13 +66,13 @@ def start_delta_sink(
     # committed. Delta would skip the append by its transaction without reading the rows,
     # but the batch must still run: its state stores commit only when it does, and Spark
     # 4.2 fails a foreachBatch batch whose state was not committed
-    # (STATE_STORE_COMMIT_VALIDATION_FAILED). So it runs into the noop sink instead.
-    first: list[int | None] = []
+    # (STATE_STORE_COMMIT_VALIDATION_FAILED). So it runs into the noop sink instead. Read
+    # before the query starts (one line if the table cannot be read), and it stays true: the
+    # generation's run lock keeps every other writer of its transactions out.
+    committed = last_batch(table, generation)
 
     def append(batch: DataFrame, batch_id: int) -> None:
-        if not first:
-            first.append(last_batch(table, generation))
-        if first[0] is not None and batch_id <= first[0]:
+        if committed is not None and batch_id <= committed:
             batch.write.format("noop").mode("overwrite").save()
             return
         (
