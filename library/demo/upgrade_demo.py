@@ -131,15 +131,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def demo(work: Path, bootstrap: str, connector: str, sink: SinkFormat = "parquet") -> int:
     topic = f"demo-page-views-{uuid.uuid4().hex[:8]}"
-    kafka_settings = {
+    shared = {
         "bootstrap_servers": bootstrap,
         "topic": topic,
         "connector": connector,
         "sink": sink,
     }
     one_table = SINKS[sink].one_table
-    version_1 = write_settings(work, "version-1.toml", kafka_settings, users=False)
-    version_2 = write_settings(work, "version-2.toml", kafka_settings, users=True)
+    version_1 = write_settings(work, "version-1.toml", shared, users=False)
+    version_2 = write_settings(work, "version-2.toml", shared, users=True)
     times = [BASE_MS + i * EVENT_EVERY_MS for i in range(FIRST_EVENTS + MORE_EVENTS)]
     events = pipelines.page_views(ARTICLES, times, partitions=PARTITIONS)
 
@@ -255,7 +255,7 @@ def demo(work: Path, bootstrap: str, connector: str, sink: SinkFormat = "parquet
     naive = write_settings(
         work,
         "naive-restart.toml",
-        kafka_settings,
+        shared,
         users=True,
         pipeline_name=f"{topic}-naive",
         root=work / "naive",
