@@ -174,10 +174,12 @@ fi
 # spark-submit runs in a process group of its own (job control), so a Ctrl-C here reaches
 # only this script, which passes it, like SIGTERM, to the Python driver: the driver lets the
 # batch in flight commit, where spark-submit's JVM would stop the SparkContext at once.
-set -m
-env "${driver_env[@]}" "${command[@]}" &
-submitted=$!
+# The traps come first: a signal between the start and a later trap would end this script
+# and leave the job running without it.
+submitted=""
+pending=""
 forward() {
+  if [ -z "$submitted" ]; then pending=$1; return; fi
   # The driver is the JVM's child running main.py; before it has started, the JVM itself.
   local driver
   driver=$(pgrep -P "$submitted" -f "$dist/main.py" 2>/dev/null | head -n 1 || true)
@@ -185,6 +187,10 @@ forward() {
 }
 trap 'forward TERM' TERM
 trap 'forward INT' INT
+set -m
+env "${driver_env[@]}" "${command[@]}" &
+submitted=$!
+if [ -n "$pending" ]; then forward "$pending"; fi
 while :; do
   if wait "$submitted"; then status=0; else status=$?; fi
   # wait also returns when a signal arrives: go on waiting while spark-submit lives.
