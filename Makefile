@@ -7,10 +7,10 @@ BIN := $(VENV)/bin
 LIBRARY := library
 
 .DEFAULT_GOAL := help
-.PHONY: help install lint library test demo bake clean
+.PHONY: help install lint library test demo demo-delta bake clean
 
 help: ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
 
 install: $(VENV)/.installed ## create .venv with the template's pinned tooling and the library
 
@@ -38,6 +38,9 @@ test: lint ## the library at both ends of the Spark range, then every combinatio
 
 demo: ## an upgrade on a local Kafka with the library's reference pipeline (the default project), checked event by event
 	$(MAKE) -C $(LIBRARY) demo
+
+demo-delta: ## the same upgrade into one Delta table (sink_format = "delta"), and the table's history
+	$(MAKE) -C $(LIBRARY) demo DEMO_ARGS="--sink delta $(DEMO_ARGS)"
 
 bake: install ## bake the default project into build/ to look at it
 	rm -rf build && $(BIN)/cookiecutter . --no-input -o build

@@ -37,6 +37,8 @@ BUNDLE_FILES = {
 # A cluster's machines cannot share a SQLite file, so a SQLite project keeps the filesystem
 # store for its jobs.
 JOB_LEDGER = {"sqlite": "filesystem", "postgres": "postgres", "filesystem": "filesystem"}
+# One bundle writes a Delta table, which the runtime ships: the same jobs, checked the same way.
+SINK = {"sqlite": "parquet", "postgres": "parquet", "filesystem": "delta"}
 # What each job runs after its settings options: (command, subcommand).
 JOB_COMMANDS = {
     "pipeline": ("run", None),
@@ -51,7 +53,9 @@ def bundles(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """A project with the bundle for each ledger store: the jobs' ledger follows the choice."""
     root = tmp_path_factory.mktemp("databricks")
     return {
-        store: bake(root / store, offset_store=store, databricks_bundle="yes")
+        store: bake(
+            root / store, offset_store=store, sink_format=SINK[store], databricks_bundle="yes"
+        )
         for store in CHOICES["offset_store"]
     }
 
@@ -87,7 +91,11 @@ def the_task(job: dict[str, Any]) -> dict[str, Any]:
 
 @pytest.mark.parametrize("store", CHOICES["offset_store"])
 def test_the_bundle_option_bakes_exactly_its_files(bundles: dict[str, Path], store: str) -> None:
-    combination = {**{f: v[0] for f, v in CHOICES.items()}, "offset_store": store}
+    combination = {
+        **{f: v[0] for f, v in CHOICES.items()},
+        "offset_store": store,
+        "sink_format": SINK[store],
+    }
     expected = expected_files(combination) | BUNDLE_FILES
     if store == "sqlite":
         expected |= expected_files({**combination, "offset_store": "filesystem"})

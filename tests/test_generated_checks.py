@@ -3,20 +3,24 @@
 The default project, and one with every answer changed, each run their full `make test` in a
 virtualenv of their own, exactly as a user would: the library comes from the wheel the bake
 put beside them. The default project's runs on a Kafka container (Testcontainers), the
-other's on Apache Kafka as a local process, each on its own connector.
+other's on Apache Kafka as a local process, each on its own connector. A project on a Delta
+table runs its `make test` again on the oldest Spark.
 The other combinations share this environment's tools: lint, mypy --strict, the import
 layers, an import of every module, and the deployment files' tests.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import yaml
 from conftest import (
     ALL_COMBINATIONS,
     BIN_DIR,
@@ -29,10 +33,17 @@ from conftest import (
     combination_id,
     run_tool,
 )
+from pyspark_kafka_upgrade._adapters.spark.delta_jars import (
+    DELTA_FOR_SPARK,
+    DELTA_SESSION_CONF,
+    delta_package,
+)
 
 PACKAGE = "page_views_pipeline"
 NON_DEFAULT = [c for c in ALL_COMBINATIONS if c != DEFAULT_COMBINATION]
-# Every answer other than the default: another name, topic, window, format, store, connector.
+# Every answer other than the default: another name, topic, window, sink, store, connector.
+# The sink is the Delta table (orc, the other file format, is the library's file sink, which
+# its sink contract tests and the lint-level combinations below cover).
 OTHER_ANSWERS = {
     "project_name": "Ad Clicks",
     "package_name": "ad_clicks",
@@ -40,7 +51,7 @@ OTHER_ANSWERS = {
     "window_duration": "1 hour",
     "window_slide": "15 minutes",
     "watermark_delay": "20 minutes",
-    "sink_format": "orc",
+    "sink_format": "delta",
     "offset_store": "postgres",
     "kafka_connector": "builtin",
 }
@@ -61,12 +72,14 @@ def working_copy(project: Path, tmp_path: Path) -> Path:
     return Path(shutil.copytree(project, tmp_path / project.name))
 
 
-def make_test(project: Path, label: str, connector: str, backend: str) -> list[str]:
+def make_test(
+    project: Path, label: str, connector: str, backend: str, *make_args: str
+) -> list[str]:
     """The project's own `make test` on ``backend``; its report lines."""
     # Every test's outcome, one line each (not -rA: that also prints what passing tests
     # captured): the log shows which ran; the checks read it.
     result = run_tool(
-        ["make", "test"],
+        ["make", "test", *make_args],
         cwd=project,
         env={"KAFKA_BACKEND": backend, "PYTEST_ADDOPTS": f"{REPORT} {DURATIONS}"},
         timeout=2400,
@@ -99,8 +112,12 @@ def test_a_project_with_every_answer_changed_passes_its_own_make_test(tmp_path: 
 # The oldest Spark the projects support (Databricks 17.3 LTS is Spark 4.0.0) is proven in
 # this CI by the library's proofs on it (tests/test_library.py), which hold for a project
 # only if the project pins what the library was proven with. A project's own workflow runs
-# its integration suite on it too (.github/workflows/ci.yml).
+# its integration suite on it too (.github/workflows/ci.yml). The library's proofs there do
+# not write a Delta table, whose build differs per Spark line: a Delta project runs its own
+# `make test` on it below.
 OLDEST = "constraints-oldest.txt"
+# The delta extra's packages: pinned in a project only where it installs them.
+DELTA_PINS = {"deltalake", "arro3-core", "Deprecated", "wrapt"}
 
 
 def pins(path: Path) -> dict[str, str]:
@@ -111,12 +128,47 @@ def pins(path: Path) -> dict[str, str]:
     )
 
 
+def without_delta(pinned: dict[str, str]) -> dict[str, str]:
+    return {name: version for name, version in pinned.items() if name not in DELTA_PINS}
+
+
 def test_a_project_pins_the_oldest_versions_the_librarys_proofs_ran_on(
     baked_projects: dict[str, Path],
 ) -> None:
-    library = pins(TEMPLATE_DIR / "library" / OLDEST)
+    library = without_delta(pins(TEMPLATE_DIR / "library" / OLDEST))
     for project in baked_projects.values():
-        assert pins(project / OLDEST) == library, project.name
+        assert without_delta(pins(project / OLDEST)) == library, project.name
+
+
+@pytest.mark.parametrize("constraints", ["constraints.txt", OLDEST])
+def test_a_delta_project_pins_the_delta_extra_as_the_library_does_and_no_other_project_does(
+    baked_projects: dict[str, Path], constraints: str
+) -> None:
+    library = pins(TEMPLATE_DIR / "library" / constraints)
+    assert set(library) >= DELTA_PINS, "the delta extra's packages moved: update DELTA_PINS"
+    delta = {name: library[name] for name in DELTA_PINS}
+    for name, project in baked_projects.items():
+        pinned = {k: v for k, v in pins(project / constraints).items() if k in DELTA_PINS}
+        answers = json.loads((project / ".cookiecutter.json").read_text())["cookiecutter"]
+        assert pinned == (delta if answers["sink_format"] == "delta" else {}), name
+
+
+# Beside the library's proofs on the oldest Spark and the default project's suite, in their
+# worker: the Delta build for Spark 4.0 is another artifact than 4.2's, which the other
+# answers' project runs on.
+@pytest.mark.xdist_group("other suites")
+def test_a_delta_project_passes_its_own_make_test_on_the_oldest_spark(tmp_path: Path) -> None:
+    project = bake(tmp_path / "baked", sink_format="delta", kafka_connector="builtin")
+    oldest = pins(project / OLDEST)["pyspark"]
+    lines = make_test(
+        project,
+        f"[delta, Spark {oldest}]",
+        "builtin",
+        "apache",
+        "VENV=.venv-oldest",
+        f"CONSTRAINTS={OLDEST}",
+    )
+    assert any(f"Spark {oldest}, master local[1])" in line for line in lines), lines[:20]
 
 
 @pytest.mark.parametrize("combination", NON_DEFAULT, ids=combination_id)
@@ -231,3 +283,32 @@ def test_the_deployment_files_are_valid_and_agree_for_each_connector(
     assert ("spark-sql-kafka-0-10_2.13" in manifest) == (
         combination["kafka_connector"] == "builtin"
     )
+
+
+def test_submit_sh_and_the_manifest_ask_for_the_delta_build_the_library_picks(
+    baked_projects: dict[str, Path], tmp_path: Path
+) -> None:
+    # deploy/ is shell and YAML, which cannot import the library's table of Delta builds:
+    # each Spark line it knows is asked of submit.sh here, and the manifest's Spark too.
+    project = baked_projects[combination_id({**DEFAULT_COMBINATION, "sink_format": "delta"})]
+    dist = tmp_path / "dist"
+    dist.mkdir()
+    for name in ("main.py", "environment.tar.gz"):
+        (dist / name).write_bytes(b"")
+    fake_submit = tmp_path / "spark-submit"
+    fake_submit.write_text("#!/bin/sh\nexit 99\n")
+    fake_submit.chmod(0o755)
+    for line, package in DELTA_FOR_SPARK.items():
+        done = run_tool(
+            [str(project / "deploy" / "submit.sh"), "--dry-run", "--master=yarn"],
+            cwd=tmp_path,
+            env={"DIST_DIR": str(dist), "SPARK_SUBMIT": str(fake_submit),
+                 "SPARK_VERSION": f"{line}.3", "SPARK_DELTA_JARS": ""},
+        )  # fmt: skip
+        words = shlex.split(done.stdout)
+        assert words[words.index("--packages") + 1] == package, (line, words)
+        confs = [words[i + 1] for i, word in enumerate(words) if word == "--conf"]
+        assert {f"{key}={value}" for key, value in DELTA_SESSION_CONF.items()} <= set(confs)
+    spec = yaml.safe_load((project / "deploy/kubernetes/sparkapplication.yaml").read_text())["spec"]
+    assert spec["deps"]["packages"] == [delta_package(spec["sparkVersion"])]
+    assert DELTA_SESSION_CONF.items() <= spec["sparkConf"].items()

@@ -134,10 +134,18 @@ def test_choices_reach_the_generated_settings_and_dependencies(
     assert f'format = "{combination["sink_format"]}"' in defaults
     assert f'connector = "{combination["kafka_connector"]}"' in defaults
     assert f'store = "{combination["offset_store"]}"' in defaults
-    # The library, pinned; with its PostgreSQL extra for that store.
+    # The library, pinned; with its Delta extra for that sink, its PostgreSQL one for that store.
     dependencies = tomllib.loads((project / "pyproject.toml").read_text())["project"]
-    extra = "[postgres]" if combination["offset_store"] == "postgres" else ""
-    assert dependencies["dependencies"] == [f"pyspark-kafka-upgrade{extra}=={LIBRARY_VERSION}"]
+    extras = [
+        extra
+        for extra, chosen in (
+            ("delta", combination["sink_format"] == "delta"),
+            ("postgres", combination["offset_store"] == "postgres"),
+        )
+        if chosen
+    ]
+    listed = f"[{','.join(extras)}]" if extras else ""
+    assert dependencies["dependencies"] == [f"pyspark-kafka-upgrade{listed}=={LIBRARY_VERSION}"]
 
 
 def test_the_template_offers_exactly_the_formats_connectors_and_stores_the_library_lists() -> None:

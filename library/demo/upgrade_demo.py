@@ -24,7 +24,9 @@ Kafka: KAFKA_BOOTSTRAP_SERVERS when set, else Testcontainers when a Docker daemo
 else Apache Kafka as a local process when Java and Maven can run it, else the local noida-db
 broker from PyPI: the same choice as the tests (KAFKA_BACKEND).
 Each run works in a fresh directory and on a topic of its own. `--connector builtin` plays
-it on Spark's JVM connector (its jars from SPARK_KAFKA_JARS, or Maven). It plays the
+it on Spark's JVM connector (its jars from SPARK_KAFKA_JARS, or Maven); `--sink delta` into one
+Delta table that both generations append to (Delta's jars from SPARK_DELTA_JARS, or Maven),
+and shows the table's history. It plays the
 library's reference pipeline (``pyspark_kafka_upgrade._example``), which is the template's
 default project. Exit code 0 when the check holds, 1 when it does not, 2 when a step
 failed.
@@ -52,6 +54,8 @@ sys.path.insert(0, str(HERE.parent / "tests"))
 
 import support.pipelines as pipelines  # noqa: E402
 from pyspark_kafka_upgrade import testing  # noqa: E402
+from pyspark_kafka_upgrade._domain.values.catalog import SINK_FORMATS, SINKS, SinkFormat  # noqa: E402
+from pyspark_kafka_upgrade._domain.values.layout import table_location  # noqa: E402
 from pyspark_kafka_upgrade._example.pipeline import PROJECT  # noqa: E402
 from pyspark_kafka_upgrade.testing._kafka.backend import KafkaBackendError  # noqa: E402
 from pyspark_kafka_upgrade.testing._kafka.start import start_kafka_backend  # noqa: E402
@@ -99,6 +103,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         default="python",
         help="Kafka connector of both versions (default python: pip-only)",
     )
+    parser.add_argument(
+        "--sink",
+        choices=SINK_FORMATS,
+        default="parquet",
+        help="sink.format of both versions (default parquet: a directory per generation; "
+        "delta: one table for every generation)",
+    )
     args = parser.parse_args(argv)
     work = (args.dir or Path(tempfile.mkdtemp(prefix="upgrade-demo-"))).resolve()
     work.mkdir(parents=True, exist_ok=True)
@@ -107,7 +118,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with start_kafka_backend() as backend:
             say(f"Kafka: {backend.description}")
-            outcome = demo(work, backend.bootstrap_servers, args.connector)
+            outcome = demo(work, backend.bootstrap_servers, args.connector, args.sink)
         say(f"\nSettings, checkpoints, output and ledger are in {work}")
         return outcome
     except StepFailedError as error:
@@ -118,11 +129,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
 
 
-def demo(work: Path, bootstrap: str, connector: str) -> int:
+def demo(work: Path, bootstrap: str, connector: str, sink: SinkFormat = "parquet") -> int:
     topic = f"demo-page-views-{uuid.uuid4().hex[:8]}"
-    kafka_settings = {"bootstrap_servers": bootstrap, "topic": topic, "connector": connector}
-    version_1 = write_settings(work, "version-1.toml", kafka_settings, users=False)
-    version_2 = write_settings(work, "version-2.toml", kafka_settings, users=True)
+    shared = {
+        "bootstrap_servers": bootstrap,
+        "topic": topic,
+        "connector": connector,
+        "sink": sink,
+    }
+    one_table = SINKS[sink].one_table
+    version_1 = write_settings(work, "version-1.toml", shared, users=False)
+    version_2 = write_settings(work, "version-2.toml", shared, users=True)
     times = [BASE_MS + i * EVENT_EVERY_MS for i in range(FIRST_EVENTS + MORE_EVENTS)]
     events = pipelines.page_views(ARTICLES, times, partitions=PARTITIONS)
 
@@ -179,8 +196,12 @@ def demo(work: Path, bootstrap: str, connector: str) -> int:
         "4. Apply exactly the reviewed plan",
         "`apply` first checks that nothing the plan rests on moved (the last committed batch, "
         "the settings, the partitions, the offsets Kafka still holds), then retires generation "
-        "1, never deleting it. Generation 2 gets its own checkpoint and output directories: a "
-        "new checkpoint in the old sink directory would be skipped.",
+        "1, never deleting it. Generation 2 gets its own checkpoint and "
+        + (
+            "appends to the same table, each commit marked with its generation."
+            if one_table
+            else "output directories: a new checkpoint in the old sink directory would be skipped."
+        ),
     )
     cli(version_2, "upgrade", "apply", plan_file.name)
 
@@ -193,10 +214,15 @@ def demo(work: Path, bootstrap: str, connector: str) -> int:
     run(version_2, "--available-now")
 
     heading(
-        "6. Both generations, read through their own _spark_metadata",
-        "Version 1's rows have no users column: it did not compute one.",
+        "6. Both generations, "
+        + ("in the one table" if one_table else "read through their own _spark_metadata"),
+        "Version 1's rows have no users column: it did not compute one."
+        if not one_table
+        else "Version 1 computed no users: its rows hold null in the column version 2 added.",
     )
     cli(version_2, "output", "show", "--limit", "12")
+    if one_table:
+        show_history(table_location(str(work / "data")))
     checked, upgrade_rows = check(version_2, times)
 
     heading(
@@ -229,7 +255,7 @@ def demo(work: Path, bootstrap: str, connector: str) -> int:
     naive = write_settings(
         work,
         "naive-restart.toml",
-        kafka_settings,
+        shared,
         users=True,
         pipeline_name=f"{topic}-naive",
         root=work / "naive",
@@ -241,6 +267,18 @@ def demo(work: Path, bootstrap: str, connector: str) -> int:
     contrast = compare_naive(version_2, upgrade_rows, naive, times)
     say(f"\nThe plan's picture: {picture}")
     return ok if contrast == 0 else 1
+
+
+def show_history(table: str) -> None:
+    """The table's commits, as delta-rs reads its log (Spark's DESCRIBE HISTORY says the same):
+    one a batch, each marked with its generation and batch."""
+    from deltalake import DeltaTable
+
+    say(f"The table's history ({table}), one commit a batch, read with delta-rs:\n")
+    print(f"  {'version':>7}  {'operation':<9}  userMetadata")
+    for commit in reversed(DeltaTable(table).history()):
+        print(f"  {commit['version']:>7}  {commit['operation']:<9}  {commit.get('userMetadata')}")
+    print(flush=True)
 
 
 Rows = list[dict[str, object]]
@@ -392,6 +430,9 @@ max_offsets_per_trigger = {RATE_LIMIT}
 duration = "10 minutes"
 slide = ""
 watermark_delay = "5 minutes"
+
+[sink]
+format = {json.dumps(source["sink"])}
 
 [aggregation]
 keys = ["article_id"]

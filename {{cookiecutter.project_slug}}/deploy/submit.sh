@@ -12,6 +12,8 @@
 #   --master URL           the cluster (required): spark://host:7077, yarn, k8s://https://...
 #   --connector NAME       builtin (add Spark's Kafka connector jars) or python; the default is
 #                          the project's, and it must match the settings' kafka.connector
+#   --sink FORMAT          delta (add Delta Lake's jars and its two session confs), parquet or
+#                          orc; the default is the project's, and it must match sink.format
 #   --conf KEY=VALUE       passed to spark-submit; repeatable
 #   --dry-run              print the spark-submit command instead of running it
 #
@@ -20,6 +22,9 @@
 #                      one on PATH, else .venv's from `make install`)
 #   SPARK_KAFKA_JARS   comma-separated connector jars (`{{ cookiecutter.package_name }} connector fetch`
 #                      lists them) shipped with --jars; unset, --packages asks Spark's resolver
+#   SPARK_DELTA_JARS   the same for Delta Lake's jars (`connector fetch` lists them when
+#                      sink.format = "delta"); unset, --packages names the Delta build
+#                      for the cluster's Spark line (4.0 or 4.2)
 #   SPARK_VERSION      the cluster's Spark version for --packages (default: spark-submit --version)
 #
 # Ctrl-C or SIGTERM to this script stops the job after the batch in flight commits: the
@@ -35,6 +40,7 @@ project=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 dist=${DIST_DIR:-$project/dist}
 package={{ cookiecutter.package_name }}
 connector={{ cookiecutter.kafka_connector }}
+sink={{ cookiecutter.sink_format }}
 master=""
 dry_run=false
 confs=()
@@ -47,6 +53,8 @@ while [ $# -gt 0 ]; do
     --master=*) master=${1#*=}; shift ;;
     --connector) [ $# -ge 2 ] || die "--connector needs builtin or python"; connector=$2; shift 2 ;;
     --connector=*) connector=${1#*=}; shift ;;
+    --sink) [ $# -ge 2 ] || die "--sink needs delta, parquet or orc"; sink=$2; shift 2 ;;
+    --sink=*) sink=${1#*=}; shift ;;
     --conf) [ $# -ge 2 ] || die "--conf needs KEY=VALUE"; confs+=(--conf "$2"); shift 2 ;;
     --conf=*) confs+=(--conf "${1#*=}"); shift ;;
     --dry-run) dry_run=true; shift ;;
@@ -57,6 +65,7 @@ while [ $# -gt 0 ]; do
 done
 [ -n "$master" ] || die "--master is required, e.g. --master spark://spark-master:7077 (see --help)"
 case "$connector" in builtin|python) ;; *) die "--connector is builtin or python, not $connector" ;; esac
+case "$sink" in delta|parquet|orc) ;; *) die "--sink is delta, parquet or orc, not $sink" ;; esac
 if [ $# -gt 0 ]; then arguments=("$@"); else arguments=(run); fi
 
 for artifact in environment.tar.gz main.py; do
@@ -80,16 +89,48 @@ if [ -z "${SPARK_HOME:-}" ] && [ -x "$(dirname "$submit")/python" ]; then
   if [ -n "$home" ]; then export SPARK_HOME=$home; fi
 fi
 
-jars=()
-if [ "$connector" = builtin ]; then
-  if [ -n "${SPARK_KAFKA_JARS:-}" ]; then
-    jars=(--jars "$SPARK_KAFKA_JARS")
-  else
+spark_version() {
+  if [ -z "${version:-}" ]; then
     version=${SPARK_VERSION:-$({ "$submit" --version 2>&1 || true; } | sed -n 's/.*version \([0-9][0-9.]*\)$/\1/p' | head -n 1)}
     [ -n "$version" ] || die "cannot tell the Spark version from $submit --version: set SPARK_VERSION"
-    jars=(--packages "org.apache.spark:spark-sql-kafka-0-10_2.13:$version")
+  fi
+  echo "$version"
+}
+
+# spark-submit keeps only the last --jars and the last --packages: each is one list.
+jar_list=""
+package_list=""
+if [ "$connector" = builtin ]; then
+  if [ -n "${SPARK_KAFKA_JARS:-}" ]; then
+    jar_list=$SPARK_KAFKA_JARS
+  else
+    version=$(spark_version) || exit 2
+    package_list=org.apache.spark:spark-sql-kafka-0-10_2.13:$version
   fi
 fi
+delta_confs=()
+if [ "$sink" = delta ]; then
+  if [ -n "${SPARK_DELTA_JARS:-}" ]; then
+    jar_list=${jar_list:+$jar_list,}$SPARK_DELTA_JARS
+  else
+    version=$(spark_version) || exit 2
+    # The library's choice for each Spark line: from Delta 4.1 on, a build names the Spark
+    # line it runs on, and one built for another line fails at the first write.
+    case "$version" in
+      4.0.*) delta=io.delta:delta-spark_2.13:4.0.0 ;;
+      4.2.*) delta=io.delta:delta-spark_4.2_2.13:4.4.0 ;;
+      *) die "no Delta Lake build is known for Spark $version (known: 4.0.x, 4.2.x): set SPARK_DELTA_JARS" ;;
+    esac
+    package_list=${package_list:+$package_list,}$delta
+  fi
+  delta_confs=(
+    --conf spark.sql.extensions=io.delta.sql.DeltaSparkSessionExtension
+    --conf spark.sql.catalog.spark_catalog=org.apache.spark.sql.delta.catalog.DeltaCatalog
+  )
+fi
+jars=()
+if [ -n "$jar_list" ]; then jars+=(--jars "$jar_list"); fi
+if [ -n "$package_list" ]; then jars+=(--packages "$package_list"); fi
 
 command=(
   "$submit"
@@ -99,6 +140,7 @@ command=(
   --archives "$dist/environment.tar.gz#environment"
   --conf spark.pyspark.python=./environment/bin/python
   ${jars[@]+"${jars[@]}"}
+  ${delta_confs[@]+"${delta_confs[@]}"}
   ${confs[@]+"${confs[@]}"}
   "$dist/main.py"
   "${arguments[@]}"
@@ -132,10 +174,12 @@ fi
 # spark-submit runs in a process group of its own (job control), so a Ctrl-C here reaches
 # only this script, which passes it, like SIGTERM, to the Python driver: the driver lets the
 # batch in flight commit, where spark-submit's JVM would stop the SparkContext at once.
-set -m
-env "${driver_env[@]}" "${command[@]}" &
-submitted=$!
+# The traps come first: a signal between the start and a later trap would end this script
+# and leave the job running without it.
+submitted=""
+pending=""
 forward() {
+  if [ -z "$submitted" ]; then pending=$1; return; fi
   # The driver is the JVM's child running main.py; before it has started, the JVM itself.
   local driver
   driver=$(pgrep -P "$submitted" -f "$dist/main.py" 2>/dev/null | head -n 1 || true)
@@ -143,6 +187,10 @@ forward() {
 }
 trap 'forward TERM' TERM
 trap 'forward INT' INT
+set -m
+env "${driver_env[@]}" "${command[@]}" &
+submitted=$!
+if [ -n "$pending" ]; then forward "$pending"; fi
 while :; do
   if wait "$submitted"; then status=0; else status=$?; fi
   # wait also returns when a signal arrives: go on waiting while spark-submit lives.

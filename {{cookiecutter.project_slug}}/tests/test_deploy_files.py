@@ -29,6 +29,11 @@ PROJECT = Path(__file__).resolve().parents[1]
 SUBMIT = PROJECT / "deploy" / "submit.sh"
 MANIFEST = PROJECT / "deploy" / "kubernetes" / "sparkapplication.yaml"
 CONNECTOR = "spark-sql-kafka-0-10_2.13"
+# What a Delta sink adds to a session, as the library sets it when it starts Spark itself.
+DELTA_CONFS = {
+    "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+}
 
 _STRING = {"type": "string"}
 _STRINGS = {"type": "array", "items": _STRING}
@@ -121,7 +126,8 @@ def fake_submit(tmp_path: Path) -> Path:
 def submit(
     *args: str, dist: Path, spark_submit: Path, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    clean = {k: v for k, v in os.environ.items() if k not in ("SPARK_KAFKA_JARS", "SPARK_HOME")}
+    ignored = ("SPARK_KAFKA_JARS", "SPARK_DELTA_JARS", "SPARK_HOME", "SPARK_VERSION")
+    clean = {k: v for k, v in os.environ.items() if k not in ignored}
     return subprocess.run(
         [str(SUBMIT), *args],
         env={**clean, "DIST_DIR": str(dist), "SPARK_SUBMIT": str(spark_submit), **(env or {})},
@@ -141,6 +147,14 @@ def dry_run(*args: str, dist: Path, spark_submit: Path, **env: str) -> list[str]
 def options(words: list[str], name: str) -> list[str]:
     """Every value given to ``name`` in a spark-submit command line."""
     return [words[i + 1] for i, word in enumerate(words[:-1]) if word == name]
+
+
+def listed(words: list[str], name: str) -> list[str]:
+    """The items of the comma-separated list given to ``name`` (--jars, --packages); once at
+    most, since spark-submit keeps only the last."""
+    values = options(words, name)
+    assert len(values) <= 1, f"{name} given {len(values)} times: spark-submit keeps the last"
+    return values[0].split(",") if values else []
 
 
 def test_the_manifest_is_a_valid_spark_application() -> None:
@@ -184,7 +198,7 @@ def test_the_manifest_and_submit_sh_agree(dist: Path, fake_submit: Path) -> None
         Path(a).name for a in options(words, "--archives")
     ]
     assert spec["sparkConf"] == dict(conf.split("=", 1) for conf in options(words, "--conf"))
-    assert spec["deps"].get("packages", []) == options(words, "--packages")
+    assert spec["deps"].get("packages", []) == listed(words, "--packages")
     assert {e["name"]: e["value"] for e in spec["driver"]["env"]} == {
         "PYSPARK_PYTHON": driver_env["PYSPARK_PYTHON"]
     }
@@ -205,30 +219,39 @@ def test_the_manifest_runs_the_spark_this_project_is_tested_with() -> None:
     assert spec["sparkVersion"] == pins["pyspark"]
     assert spec["image"].startswith(f"apache/spark:{pins['pyspark']}")
     for package in spec["deps"].get("packages", []):
-        assert package == f"org.apache.spark:{CONNECTOR}:{pins['pyspark']}"
+        if CONNECTOR in package:
+            assert package == f"org.apache.spark:{CONNECTOR}:{pins['pyspark']}"
+        else:  # the Delta build submit.sh names for that Spark (the agreement test above)
+            assert package.startswith("io.delta:delta-spark_"), package
 
 
 def test_the_builtin_connector_ships_listed_jars_or_asks_for_the_package(
     dist: Path, fake_submit: Path
 ) -> None:
-    listed = "/jars/a.jar,/jars/b.jar"
+    jars = "/jars/a.jar,/jars/b.jar"
+    # A file sink: the Kafka connector alone (Delta's own tests are below).
     with_jars = dry_run(
         "--master=yarn",
         "--connector=builtin",
+        "--sink=parquet",
         dist=dist,
         spark_submit=fake_submit,
-        SPARK_KAFKA_JARS=listed,
+        SPARK_KAFKA_JARS=jars,
     )
     with_package = dry_run(
-        "--master=yarn", "--connector=builtin", dist=dist, spark_submit=fake_submit,
-        SPARK_VERSION="4.1.1",
+        "--master=yarn", "--connector=builtin", "--sink=parquet", dist=dist,
+        spark_submit=fake_submit, SPARK_VERSION="4.1.1",
     )  # fmt: skip
-    python = dry_run("--master=yarn", "--connector=python", dist=dist, spark_submit=fake_submit)
+    python = dry_run(
+        "--master=yarn", "--connector=python", "--sink=parquet", dist=dist,
+        spark_submit=fake_submit,
+    )  # fmt: skip
     unknown = submit(
-        "--dry-run", "--master=yarn", "--connector=builtin", dist=dist, spark_submit=fake_submit
-    )
+        "--dry-run", "--master=yarn", "--connector=builtin", "--sink=parquet", dist=dist,
+        spark_submit=fake_submit,
+    )  # fmt: skip
 
-    assert options(with_jars, "--jars") == [listed]
+    assert options(with_jars, "--jars") == [jars]
     assert options(with_jars, "--packages") == []
     assert options(with_package, "--packages") == [f"org.apache.spark:{CONNECTOR}:4.1.1"]
     assert options(python, "--packages") == options(python, "--jars") == []
@@ -236,6 +259,71 @@ def test_the_builtin_connector_ships_listed_jars_or_asks_for_the_package(
     assert unknown.returncode == 2
     assert "cannot tell the Spark version from" in unknown.stderr
     assert "set SPARK_VERSION" in unknown.stderr
+
+
+@pytest.mark.parametrize(
+    ("spark", "delta"),
+    [
+        ("4.0.0", "io.delta:delta-spark_2.13:4.0.0"),
+        ("4.2.1", "io.delta:delta-spark_4.2_2.13:4.4.0"),
+    ],
+)
+def test_a_delta_sink_adds_deltas_build_for_the_spark_line_and_its_session_confs(
+    dist: Path, fake_submit: Path, spark: str, delta: str
+) -> None:
+    words = dry_run(
+        "--master=yarn", "--connector=builtin", "--sink=delta",
+        "--conf", "spark.sql.extensions=mine",
+        dist=dist, spark_submit=fake_submit, SPARK_VERSION=spark,
+    )  # fmt: skip
+    confs = [conf.split("=", 1) for conf in options(words, "--conf")]
+
+    assert listed(words, "--packages") == [f"org.apache.spark:{CONNECTOR}:{spark}", delta]
+    assert options(words, "--jars") == []
+    assert {key: value for key, value in confs if key in DELTA_CONFS} == {
+        **DELTA_CONFS,
+        "spark.sql.extensions": "mine",  # the caller's own --conf comes last, and wins
+    }
+    assert [key for key, _ in confs].count("spark.sql.extensions") == 2
+
+
+def test_delta_jars_listed_go_with_the_connectors_in_one_jars_option(
+    dist: Path, fake_submit: Path
+) -> None:
+    words = dry_run(
+        "--master=yarn", "--connector=builtin", "--sink=delta",
+        dist=dist, spark_submit=fake_submit,
+        SPARK_KAFKA_JARS="/k/a.jar,/k/b.jar", SPARK_DELTA_JARS="/d/delta-spark.jar",
+    )  # fmt: skip
+
+    assert listed(words, "--jars") == ["/k/a.jar", "/k/b.jar", "/d/delta-spark.jar"]
+    assert options(words, "--packages") == []
+
+
+@pytest.mark.parametrize("sink", ["parquet", "orc"])
+def test_a_file_sink_adds_nothing_of_delta(dist: Path, fake_submit: Path, sink: str) -> None:
+    words = dry_run(
+        "--master=yarn", "--connector=python", f"--sink={sink}",
+        dist=dist, spark_submit=fake_submit, SPARK_DELTA_JARS="/d/delta-spark.jar",
+    )  # fmt: skip
+
+    assert options(words, "--jars") == options(words, "--packages") == []
+    assert not [conf for conf in options(words, "--conf") if conf.split("=")[0] in DELTA_CONFS]
+
+
+def test_a_spark_line_without_a_known_delta_build_is_refused_in_one_line(
+    dist: Path, fake_submit: Path
+) -> None:
+    done = submit(
+        "--dry-run", "--master=yarn", "--sink=delta",
+        dist=dist, spark_submit=fake_submit, env={"SPARK_VERSION": "4.1.1"},
+    )  # fmt: skip
+
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr == (
+        "submit.sh: no Delta Lake build is known for Spark 4.1.1 (known: 4.0.x, 4.2.x): "
+        "set SPARK_DELTA_JARS\n"
+    )
 
 
 def test_the_pipeline_arguments_and_confs_pass_through_in_client_mode(
@@ -260,6 +348,7 @@ def test_the_pipeline_arguments_and_confs_pass_through_in_client_mode(
     [
         ((), "--master is required"),
         (("--master=yarn", "--connector=jdbc"), "--connector is builtin or python, not jdbc"),
+        (("--master=yarn", "--sink=csv"), "--sink is delta, parquet or orc, not csv"),
         (("--master=yarn", "run"), "unknown option run (the pipeline's own arguments go after --"),
     ],
 )
@@ -344,7 +433,7 @@ def stand_in_submit(tmp_path: Path) -> Path:
 
 def start(dist: Path, submit: Path, cwd: Path, log: Path) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [str(SUBMIT), "--master=local[1]", "--connector=python", "--", "run"],
+        [str(SUBMIT), "--master=local[1]", "--connector=python", "--sink=parquet", "--", "run"],
         cwd=cwd,
         env={
             **os.environ,

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
 import pyspark_kafka_upgrade.testing._spark
 from pyspark_kafka_upgrade import testing
+from pyspark_kafka_upgrade._core.settings import load_settings
+from pyspark_kafka_upgrade._domain.values.catalog import SINK_FORMATS
 from pyspark_kafka_upgrade._example.pipeline import PROJECT
 
 DEMO = Path(__file__).resolve().parents[2] / "demo" / "upgrade_demo.py"
@@ -107,3 +111,26 @@ def test_the_demo_refuses_a_directory_that_is_not_empty(tmp_path: Path) -> None:
     assert finished.returncode == 2
     assert f"{tmp_path} is not empty" in finished.stderr
     assert (tmp_path / "something").read_text() == "kept"
+
+
+def demo_module() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("upgrade_demo", DEMO)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("sink", SINK_FORMATS)
+def test_both_versions_of_the_demo_run_on_the_sink_it_is_given(tmp_path: Path, sink: str) -> None:
+    # What `--sink` (the template's `make demo-delta`) changes is the settings both versions
+    # run with; its steps are the default's, played above, and a second play would cost CI
+    # minutes it does not have.
+    shared = {"bootstrap_servers": "localhost:9092", "topic": "t", "connector": "python"}
+    for users in (False, True):
+        written = demo_module().write_settings(
+            tmp_path, f"v{users}.toml", {**shared, "sink": sink}, users=users
+        )
+        loaded = load_settings(PROJECT, written, env={}).settings
+        assert loaded.sink.format == sink
+        assert ("users" in loaded.aggregation.metrics) == users

@@ -4,7 +4,8 @@ machine, as an operator's would. The executors run the archive's Python, not thi
 
 from __future__ import annotations
 
-import shutil
+{% if cookiecutter.sink_format == "delta" %}import json
+{% endif %}import shutil
 import subprocess
 import sys
 import tarfile
@@ -62,6 +63,25 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkCluster]:
         shutil.rmtree(directory, ignore_errors=True)  # every application's unpacked archive
 
 
+{%- if cookiecutter.sink_format == "delta" %}
+
+
+@pytest.fixture(scope="module")
+def delta_jars(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """Delta's jars for this Spark, as `connector fetch` lists them for SPARK_DELTA_JARS:
+    submit.sh ships them with --jars, where --packages would ask Spark's resolver."""
+    command = [sys.executable, "-m", "{{ cookiecutter.package_name }}"]
+    command += ["connector", "fetch", "--json"]
+    done = subprocess.run(
+        command, cwd=tmp_path_factory.mktemp("fetch"), capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    jars: list[str] = json.loads(done.stdout)["delta_jars"]
+    assert jars, done.stdout
+    return ",".join(jars)
+{%- endif %}
+
+
 @pytest.fixture
 def submit(
     project: Project,
@@ -69,6 +89,9 @@ def submit(
     bundle: Path,
     kafka_backend: KafkaBackend,
     tmp_path: Path,
+{%- if cookiecutter.sink_format == "delta" %}
+    delta_jars: str,
+{%- endif %}
 ) -> Iterator[tuple[list[str], dict[str, str]]]:
     """deploy/submit.sh with its options, and the environment a driver here needs."""
     connector = connector_under_test(project)
@@ -77,6 +100,9 @@ def submit(
     env["SPARK_SUBMIT"] = str(Path(sys.prefix) / "bin" / "spark-submit")
     if connector == "builtin":
         env[SPARK_KAFKA_JARS] = ",".join(fetch_connector_jars())
+{%- if cookiecutter.sink_format == "delta" %}
+    env["SPARK_DELTA_JARS"] = delta_jars
+{%- endif %}
     command = [str(SUBMIT), f"--master={cluster.master_url}", f"--connector={connector}"]
     command += [f"--conf={conf}" for conf in cluster.driver_confs]
     yield command, env
