@@ -51,6 +51,8 @@ class Measured:
     batch_s: float  # median triggerExecution
     add_batch_s: float  # median addBatch
     rows: list[sinks.Row]
+    # The median time of the batch's own Spark job (the aggregation, writing the files).
+    write_job_ms: float | None
     # Delta's only: its phases' medians and its checkpoints' times, in ms.
     phases_ms: dict[str, float]
     checkpoints_ms: list[float]
@@ -85,8 +87,10 @@ def run(ctx: Context) -> Result:
             if job.input_rows != records:
                 problems.append(f"{name} read {job.input_rows:,} records, expected {records:,}")
             measured = measure_run(job, sink_format, spark.jobs_since(ctx.spark, started_ms))
+            job_ms = measured.write_job_ms
             ctx.say(
                 f"{name}: batch {measured.batch_s:.3f} s, addBatch {measured.add_batch_s:.3f} s"
+                + (f", write job {job_ms:.0f} ms" if job_ms is not None else "")
                 + (f", {phases_line(measured.phases_ms)}" if measured.phases_ms else "")
             )
             return measured
@@ -119,6 +123,10 @@ def figure(parquet: list[Measured], delta: list[Measured]) -> Figure:
         "parquet addBatch": Series(tuple(m.add_batch_s for m in parquet), "s"),
         "delta addBatch": Series(tuple(m.add_batch_s for m in delta), "s"),
     }
+    for name, runs in (("parquet", parquet), ("delta", delta)):
+        jobs = tuple(m.write_job_ms for m in runs if m.write_job_ms is not None)
+        if jobs:
+            absolute[f"{name} write job"] = Series(jobs, "ms")
     for phase in (*sinks.PHASES, sinks.DELTA_JOBS):
         values = tuple(m.phases_ms[phase] for m in delta if phase in m.phases_ms)
         if values:
@@ -147,10 +155,12 @@ def measure_run(job: spark.JobRun, sink_format: str, jobs: list[sinks.Job]) -> M
             batch_s,
             add_batch_s,
             sinks.rows_of(table, leave_out=(GENERATION,)),
+            sinks.median_jobs_ms(job.progress, jobs),
             sinks.median_phases(job.progress, commits, jobs),
             sinks.checkpoint_ms(commits),
         )
-    return Measured(batch_s, add_batch_s, sinks.rows_of(file_sink_rows(job.output)), {}, [])
+    rows = sinks.rows_of(file_sink_rows(job.output))
+    return Measured(batch_s, add_batch_s, rows, sinks.median_jobs_ms(job.progress, jobs), {}, [])
 
 
 def file_sink_rows(directory: Path) -> pa.Table:

@@ -107,15 +107,21 @@ def trigger_start_ms(progress: Mapping[str, Any]) -> float:
     return datetime.fromisoformat(str(progress["timestamp"])).timestamp() * 1000
 
 
+def add_batch_span(progress: Mapping[str, Any]) -> tuple[float, float]:
+    """When the batch's ``addBatch`` began and ended (ms): it ends ``commitOffsets`` before
+    ``triggerExecution`` does, Spark writing the checkpoint's commit after the sink's."""
+    durations = progress["durationMs"]
+    end = trigger_start_ms(progress) + durations["triggerExecution"]
+    add_end = end - durations.get("commitOffsets", 0)
+    return add_end - durations["addBatch"], add_end
+
+
 def delta_phases(progress: Mapping[str, Any], commit: Commit) -> dict[str, float]:
     """One batch's phases (:data:`PHASES`), in ms; they add up to ``triggerExecution``
     minus ``commitOffsets``. A commit without files has no write phase to tell: none."""
-    durations = progress["durationMs"]
     if commit.files_done_ms is None:
         return {}
-    end = trigger_start_ms(progress) + durations["triggerExecution"]
-    add_end = end - durations.get("commitOffsets", 0)
-    add_start = add_end - durations["addBatch"]
+    add_start, add_end = add_batch_span(progress)
     return {
         "before the sink": add_start - trigger_start_ms(progress),
         "write": commit.files_done_ms - add_start,
@@ -134,20 +140,36 @@ class Job:
     delta: bool
 
 
+def jobs_ms(
+    progress: Mapping[str, Any], jobs: Iterable[Job], *, delta: bool, until_ms: float | None = None
+) -> float:
+    """The time of the batch's jobs submitted in its ``addBatch`` (up to ``until_ms``):
+    Delta's own (``delta``), or the others (the batch's aggregation and write)."""
+    add_start, add_end = add_batch_span(progress)
+    last = add_end if until_ms is None else until_ms
+    return sum(
+        job.duration_ms
+        for job in jobs
+        if job.delta == delta and add_start <= job.submitted_ms <= last
+    )
+
+
 def delta_jobs_ms(progress: Mapping[str, Any], commit: Commit, jobs: Iterable[Job]) -> float:
     """The time of the jobs Delta ran in the batch's write phase, before its data files:
     the snapshot Delta reads to check the batch's transaction, which a new commit makes
     Spark rebuild from the log every batch."""
     if commit.files_done_ms is None:
         return 0.0
-    durations = progress["durationMs"]
-    end = trigger_start_ms(progress) + durations["triggerExecution"]
-    add_start = end - durations.get("commitOffsets", 0) - durations["addBatch"]
-    return sum(
-        job.duration_ms
-        for job in jobs
-        if job.delta and add_start <= job.submitted_ms <= commit.files_done_ms
-    )
+    return jobs_ms(progress, jobs, delta=True, until_ms=commit.files_done_ms)
+
+
+def median_jobs_ms(progress: Sequence[Mapping[str, Any]], jobs: Sequence[Job]) -> float | None:
+    """The median, over the batches that read input, of the time of the jobs not Delta's
+    in ``addBatch``: the aggregation's job that writes the files, whichever the sink.
+    None without jobs to tell."""
+    if not jobs:
+        return None
+    return statistics.median(jobs_ms(p, jobs, delta=False) for p in progress if p["numInputRows"])
 
 
 def checkpoint_ms(commits: Iterable[Commit]) -> list[float]:

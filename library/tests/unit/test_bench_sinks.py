@@ -19,7 +19,9 @@ from bench.kit.sinks import (
     delta_jobs_ms,
     delta_phases,
     difference,
+    jobs_ms,
     median_duration_s,
+    median_jobs_ms,
     median_phases,
     parse_commit,
     rows_of,
@@ -189,3 +191,38 @@ def test_a_difference_names_what_only_one_side_holds() -> None:
     assert found is not None
     assert found.startswith("3 rows against 3: 1 only in the first (e.g. (2, 'b')), ")
     assert found.endswith("1 only in the second (e.g. (3, 'c'))")
+
+
+def test_the_jobs_of_a_batch_are_those_submitted_in_its_add_batch() -> None:
+    # addBatch runs from T0 + 100 to T0 + 950.
+    batch = progress(4, triggerExecution=1000, addBatch=850, commitOffsets=50)
+    jobs = [
+        Job(T0 + 99, 1000, delta=False),  # before the sink
+        Job(T0 + 100, 300, delta=False),
+        Job(T0 + 120, 70, delta=True),
+        Job(T0 + 950, 5, delta=False),
+        Job(T0 + 951, 500, delta=False),  # after it: the next batch's
+    ]
+
+    assert jobs_ms(batch, jobs, delta=False) == 305
+    assert jobs_ms(batch, jobs, delta=True) == 70
+    assert jobs_ms(batch, jobs, delta=False, until_ms=T0 + 500) == 300
+
+
+def test_the_median_write_job_counts_batches_with_input_only() -> None:
+    runs = [
+        progress(0, triggerExecution=1000, addBatch=900),
+        {**progress(1, triggerExecution=1000, addBatch=900), "timestamp": "2027-01-15T08:00:01Z"},
+        {
+            **progress(2, rows=0, triggerExecution=1000, addBatch=900),
+            "timestamp": "2027-01-15T08:00:02Z",
+        },
+    ]
+    jobs = [
+        Job(T0 + 200, 400, delta=False),
+        Job(T0 + 1_200, 600, delta=False),
+        Job(T0 + 2_200, 9_000, delta=False),
+    ]
+
+    assert median_jobs_ms(runs, jobs) == 500
+    assert median_jobs_ms(runs, []) is None
