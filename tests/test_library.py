@@ -124,9 +124,10 @@ BENCH_FIGURES = {
     "replay": {"replay.amplification"},
     "source": {"source.pykafka_over_builtin"},
     "listener": {"listener.sqlite", "listener.filesystem", "listener.postgres"},
+    "sink": {"sink.delta_over_parquet"},
     "scan": {"scan.throughput", "scan.throughput.workers2", "scan.memory"},
     "verify": {"verify.throughput.pykafka", "verify.throughput.builtin", "verify.memory"},
-    "upgrade": {"upgrade.downtime.pykafka", "upgrade.downtime.builtin"},
+    "upgrade": {"upgrade.downtime.pykafka", "upgrade.downtime.builtin", "upgrade.downtime.delta"},
 }
 
 

@@ -128,13 +128,14 @@ def run_benchmarks(
         say(f"bench: broker {backend.description}; work directory {workdir}")
         env = environment.gather(backend.name, backend.description, connectors)
         bootstrap = backend.bootstrap_servers
+        delta = any(benchmark.needs_delta for benchmark in chosen)
         context = Context(
             quick=mode == "quick",
             workdir=workdir,
             bootstrap=bootstrap,
             connectors=connectors,
             say=say,
-            start_spark=lambda: spark.shared_session(workdir, bootstrap, connectors),
+            start_spark=lambda: spark.shared_session(workdir, bootstrap, connectors, delta=delta),
         )
         try:
             outcomes = tuple(run_one(benchmark, context) for benchmark in chosen)

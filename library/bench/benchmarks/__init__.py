@@ -1,6 +1,6 @@
 """Every benchmark, in the order a run takes them: the pure ones first, the slowest last."""
 
-from bench.benchmarks import listener, planner, replay, scan, source, upgrade, verify
+from bench.benchmarks import listener, planner, replay, scan, sink, source, upgrade, verify
 from bench.kit.context import Benchmark
 
 BENCHMARKS: tuple[Benchmark, ...] = (
@@ -8,6 +8,7 @@ BENCHMARKS: tuple[Benchmark, ...] = (
     replay.BENCHMARK,
     source.BENCHMARK,
     listener.BENCHMARK,
+    sink.BENCHMARK,
     scan.BENCHMARK,
     verify.BENCHMARK,
     upgrade.BENCHMARK,

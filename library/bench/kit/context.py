@@ -62,3 +62,5 @@ class Benchmark:
     run: Callable[[Context], Result]
     # The pure ones run without a broker: `--only planner,replay` starts none.
     needs_kafka: bool = True
+    # Delta's jars and session extension: the run's one session is built with them.
+    needs_delta: bool = False

@@ -12,9 +12,10 @@ from pyspark.sql import DataFrame, SparkSession
 
 import support.pipelines as pipelines
 from bench.kit.context import Connector
+from bench.kit.sinks import Job
 from pyspark_kafka_upgrade import steps
 from pyspark_kafka_upgrade._adapters.kafka.connector import read_kafka_stream
-from pyspark_kafka_upgrade._adapters.sink.writer import start_file_sink
+from pyspark_kafka_upgrade._adapters.sink.opening import open_sink
 from pyspark_kafka_upgrade._adapters.spark import parsing
 from pyspark_kafka_upgrade._adapters.spark.session import build_spark_session
 from pyspark_kafka_upgrade._application.run.bookkeeping import GenerationStart
@@ -65,8 +66,9 @@ def windowed_job(
 
 @dataclass(frozen=True)
 class JobRun:
-    """One Trigger.AvailableNow run of the windowed job into the append file sink."""
+    """One Trigger.AvailableNow run of the windowed job into the sink of ``sink.format``."""
 
+    # Generation 1's output: the file sink's directory, or the Delta table.
     output: Path
     # From start() until the query had stopped.
     wall_s: float
@@ -100,17 +102,18 @@ def run_windowed_job(
     observed: bool,
     timeout_s: int,
 ) -> JobRun:
-    """Run the job on a fresh checkpoint until it has read what the topic holds."""
+    """Run the job on a fresh checkpoint until it has read what the topic holds, into the
+    sink the pipeline opens for ``sink.format`` (generation 1 of a root of its own)."""
     checkpoint = workdir / name / "checkpoint"
-    output = workdir / name / "out"
+    sink = open_sink(settings.sink.format, str(workdir / name))
+    output = Path(sink.location(1))
     frame = windowed_job(spark, settings, checkpoint, observed=observed)
     started = time.perf_counter()
-    query = start_file_sink(
+    query = sink.start(
         frame,
+        generation=1,
         query_name=name,
-        path=str(output),
         checkpoint=str(checkpoint),
-        file_format=settings.sink.format,
         trigger=Trigger(available_now=True),
     )
     if not query.awaitTermination(timeout_s):
@@ -124,12 +127,41 @@ def run_windowed_job(
 
 
 def shared_session(
-    workdir: Path, bootstrap: str, connectors: tuple[Connector, ...]
+    workdir: Path, bootstrap: str, connectors: tuple[Connector, ...], *, delta: bool = False
 ) -> SparkSession:
-    """The run's one session; built for the built-in connector when it is chosen, since its
-    jars load only with the first SparkContext (the pykafka source needs none)."""
+    """The run's one session; built for the built-in connector when it is chosen, and with
+    Delta's jars and extension when a chosen benchmark writes Delta, since both load only
+    with the first SparkContext (the pykafka source needs none)."""
     connector: Connector = "builtin" if "builtin" in connectors else "python"
     settings = pipelines.pipeline_settings(
-        workdir / "shared-session", bootstrap, "bench", f"kafka.connector={connector}"
+        workdir / "shared-session",
+        bootstrap,
+        "bench",
+        f"kafka.connector={connector}",
+        *(["sink.format=delta"] if delta else []),
     )
     return start_spark(settings, "bench", shuffle_partitions=settings.pipeline.state_partitions)
+
+
+def jobs_since(spark: SparkSession, since_ms: float) -> list[Job]:
+    """The session's Spark jobs submitted since ``since_ms`` (epoch), from its status store:
+    what its UI would show, kept with the UI off too. Private to Spark, reached through
+    Py4J: [] when this Spark has none to give, and the profile goes without it."""
+    try:
+        context: Any = spark.sparkContext._jsc
+        listed = context.sc().statusStore().jobsList(None).iterator()
+        jobs = []
+        while listed.hasNext():
+            job = listed.next()
+            submitted, completed = job.submissionTime(), job.completionTime()
+            if submitted.isEmpty() or completed.isEmpty():
+                continue
+            start, end = submitted.get().getTime(), completed.get().getTime()
+            if start < since_ms:
+                continue
+            description = job.description()
+            text = "" if description.isEmpty() else str(description.get())
+            jobs.append(Job(float(start), float(end - start), text.startswith("Delta:")))
+    except Exception:  # Py4J's errors, or a Spark whose store differs: no profile of jobs
+        return []
+    return jobs
