@@ -22,6 +22,7 @@ from pyspark.sql import SparkSession
 from pyspark_kafka_upgrade._adapters.checkpoint.reader import last_committed_batch
 from pyspark_kafka_upgrade._adapters.kafka.connector import check_kafka_access
 from pyspark_kafka_upgrade._adapters.ledger.opening import open_store
+from pyspark_kafka_upgrade._adapters.sink.opening import open_sink
 from pyspark_kafka_upgrade._adapters.spark.cluster_storage import check_storage_reaches
 from pyspark_kafka_upgrade._adapters.spark.listener import LedgerListener
 from pyspark_kafka_upgrade._adapters.spark.session import build_spark_session
@@ -212,6 +213,12 @@ def _run_generation(
     return summary
 
 
+def _location(request: RunRequest, layout: GenerationLayout, *, quarantine: bool) -> str:
+    """Where the generation writes: its directory, or the table every generation shares."""
+    sink = open_sink(request.settings.sink.format, layout.root, quarantine=quarantine)
+    return sink.location(layout.generation)
+
+
 def _banner(
     request: RunRequest,
     store: OffsetStore,
@@ -224,8 +231,8 @@ def _banner(
     until = "until caught up" if request.available_now else "until stopped"
     lines = [
         f"{request.settings.pipeline.name}: running generation {layout.generation} ({until})",
-        f"  output      {layout.output}",
-        f"  quarantine  {layout.quarantine}",
+        f"  output      {_location(request, layout, quarantine=False)}",
+        f"  quarantine  {_location(request, layout, quarantine=True)}",
         f"  checkpoint  {layout.checkpoint}",
         f"  ledger      {store.describe()}",
     ]

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from pyspark_kafka_upgrade._application.upgrade.lookup import check_fresh, committed_directories
+from pyspark_kafka_upgrade._core.planner.plan_words import writes_to
 from pyspark_kafka_upgrade._domain.records.ledger import GenerationRecord, GenerationStatus
 from pyspark_kafka_upgrade._domain.records.plan import UpgradePlan
 from pyspark_kafka_upgrade._domain.records.record_errors import RollbackRefusedError, UpgradeError
@@ -83,7 +84,7 @@ def apply_plan(
         "and applied.\n"
         f"  starts at   {plan.starting_offsets}\n"
         f"  filter      {plan.replay_filter.explain()}\n"
-        f"  output      {layout.output}\n"
+        f"  output      {writes_to(plan, layout)}\n"
         f"  checkpoint  {layout.checkpoint}\n"
         "Start it with `run`."
     )

@@ -74,7 +74,7 @@ def render_plan(plan: UpgradePlan) -> str:
     lines += [
         "",
         f"Generation {plan.to_generation} will start at {where} with the replay filter "
-        f"{plan.replay_filter.explain()}, writing to {layout.output}.",
+        f"{plan.replay_filter.explain()}, writing to {writes_to(plan, layout)}.",
     ]
     return "\n".join(lines)
 
@@ -246,3 +246,10 @@ def _spread(offsets: Sequence[int | None]) -> str:
 
 def _count(count: int | None) -> str:
     return "?" if count is None else str(count)
+
+
+def writes_to(plan: UpgradePlan, layout: GenerationLayout) -> str:
+    """Where the new generation writes, as its signature records it: its own directory, or
+    the table every generation shares (a plan without a signature: the layout's directory)."""
+    signature = plan.to_signature
+    return signature.sink_path if signature is not None and signature.sink_path else layout.output
