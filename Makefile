@@ -18,7 +18,7 @@ $(VENV)/.installed: pyproject.toml $(LIBRARY)/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade 'pip>=25.1'
 	$(BIN)/python -m pip install --quiet --group dev
-	$(BIN)/python -m pip install --quiet -c $(LIBRARY)/constraints.txt -e '$(LIBRARY)[testing,postgres,plot]'
+	$(BIN)/python -m pip install --quiet -c $(LIBRARY)/constraints.txt -e '$(LIBRARY)[testing,postgres,plot,delta]'
 	@touch $@
 
 lint: install ## ruff and mypy over the hooks and the template's tests
