@@ -54,12 +54,10 @@ OLDEST_PROOFS = (
 
 # The longest test here: `make test` runs it in one pytest-xdist worker with the other-answers
 # project's suite, beside one that runs the other suites ("other suites"), which take about
-# as long together. Measured in a fresh clone's CI (s): integration 1,145 + other answers 233
-# against oldest Spark 423 + lint and unit 325 + benchmarks 250 + default project 248 +
-# secured Kafka 55.
-# Since the other answers' project is a Delta one (328 s on a 2-core machine outside CI; its
-# orc predecessor's 233 above) and a Delta project's make test on the oldest Spark joined the
-# other worker (334 s there), about 1,475 against 1,630: to be measured in CI again.
+# as long together. Measured in a fresh clone's CI (s), with the Delta projects: integration
+# about 1,280 + other answers (a Delta project) 370, against oldest Spark 366 + a Delta
+# project on the oldest Spark 348 + lint and unit about 360 + benchmarks about 350 + default
+# project 192 + secured Kafka 67.
 @pytest.mark.xdist_group("library")
 def test_the_library_passes_its_integration_suite(kafka_image: str) -> None:
     # kafka_image: tests/integration/test_container_backend.py starts containers of it.
@@ -75,9 +73,7 @@ def test_the_library_passes_its_integration_suite(kafka_image: str) -> None:
     assert not [line for line in lines if BESIDE in line and "PASSED" in line], "ran twice"
 
 
-# In the integration suite's worker since the other worker took a Delta project's suite on
-# the oldest Spark.
-@pytest.mark.xdist_group("library")
+@pytest.mark.xdist_group("other suites")
 def test_the_library_passes_its_secured_kafka_tests() -> None:
     # The rest of the integration suite, as `make integration` would run it.
     result = run_tool(
