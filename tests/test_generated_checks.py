@@ -3,8 +3,8 @@
 The default project, and one with every answer changed, each run their full `make test` in a
 virtualenv of their own, exactly as a user would: the library comes from the wheel the bake
 put beside them. The default project's runs on a Kafka container (Testcontainers), the
-other's on Apache Kafka as a local process, each on its own connector. A project on a Delta
-table runs its `make test` again on the oldest Spark.
+other's (a project on a Delta table) on Apache Kafka as a local process, each on its own
+connector.
 The other combinations share this environment's tools: lint, mypy --strict, the import
 layers, an import of every module, and the deployment files' tests.
 """
@@ -151,24 +151,6 @@ def test_a_delta_project_pins_the_delta_extra_as_the_library_does_and_no_other_p
         pinned = {k: v for k, v in pins(project / constraints).items() if k in DELTA_PINS}
         answers = json.loads((project / ".cookiecutter.json").read_text())["cookiecutter"]
         assert pinned == (delta if answers["sink_format"] == "delta" else {}), name
-
-
-# Beside the library's proofs on the oldest Spark and the default project's suite, in their
-# worker: the Delta build for Spark 4.0 is another artifact than 4.2's, which the other
-# answers' project runs on.
-@pytest.mark.xdist_group("other suites")
-def test_a_delta_project_passes_its_own_make_test_on_the_oldest_spark(tmp_path: Path) -> None:
-    project = bake(tmp_path / "baked", sink_format="delta", kafka_connector="builtin")
-    oldest = pins(project / OLDEST)["pyspark"]
-    lines = make_test(
-        project,
-        f"[delta, Spark {oldest}]",
-        "builtin",
-        "apache",
-        "VENV=.venv-oldest",
-        f"CONSTRAINTS={OLDEST}",
-    )
-    assert any(f"Spark {oldest}, master local[1])" in line for line in lines), lines[:20]
 
 
 @pytest.mark.parametrize("combination", NON_DEFAULT, ids=combination_id)

@@ -521,4 +521,6 @@ def connector_jars() -> ConnectorJars:
         package="org.apache.spark:spark-sql-kafka-0-10_2.13:4.0.1",
         jars=("/cache/a.jar", "/cache/b.jar"),
         seconds=1.25,
+        delta_package="io.delta:delta-spark_2.13:4.0.0",
+        delta_jars=("/cache/delta-spark_2.13-4.0.0.jar", "/cache/delta-storage-4.0.0.jar"),
     )
