@@ -34,6 +34,8 @@ from typing import Any
 
 import pyarrow as pa
 
+from pyspark_kafka_upgrade._adapters.sink.delta_log import commit_mark
+
 Row = tuple[Any, ...]
 # Phases of a Delta batch, in the order they happen, in ms.
 PHASES = ("before the sink", "write", "commit", "after the commit")
@@ -73,14 +75,8 @@ def parse_commit(
 
 
 def _batch_of(metadata: object) -> int | None:
-    if not isinstance(metadata, str):
-        return None
-    try:
-        mark = json.loads(metadata)
-    except ValueError:
-        return None
-    batch = mark.get("batch") if isinstance(mark, dict) else None
-    return batch if isinstance(batch, int) else None
+    mark = commit_mark(metadata)
+    return None if mark is None else mark[1]
 
 
 def delta_commits(table: Path) -> list[Commit]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -20,6 +20,7 @@ from pyspark.sql import SparkSession
 import pyspark_kafka_upgrade.testing._driver_process as driver_process
 import pyspark_kafka_upgrade.testing._oracle as oracle
 import support.pipelines as pipelines
+import support.proofs as proofs
 from pyspark_kafka_upgrade import testing
 from pyspark_kafka_upgrade._adapters.sink.delta_writer import (
     FAILPOINT_ENV_VAR,
@@ -49,61 +50,23 @@ from pyspark_kafka_upgrade._domain.values.layout import (
     GenerationLayout,
     table_location,
 )
-from pyspark_kafka_upgrade._domain.values.project import (
-    Project,
-)
 from pyspark_kafka_upgrade._example.pipeline import PROJECT
 from pyspark_kafka_upgrade.testing import (
     KafkaBackend,
-    ProofReport,
-    prove_upgrade,
-    query_source,
-    with_query_source,
 )
 from pyspark_kafka_upgrade.testing._proof import delta_rows, verify_says
 
 pytestmark = pytest.mark.integration
 
-BASE_MS = 1_795_341_600_000  # 2026-11-22T10:00:00Z
 DELTA = "sink.format=delta"
-USERS = 'aggregation.metrics={"views": "count(*)", "users": "approx_count_distinct(user_id)"}'
-WINDOWS = [
-    "window.duration=10 minutes",
-    "window.slide=5 minutes",
-    "window.watermark_delay=5 minutes",
-]
-REPLAY_STEP = "    framed = steps.drop_written_windows(framed, recipe)\n"
-IDLE_STEP = "    steps.drop_written_windows(framed, recipe)\n"
 KILL_TIMEOUT_S = 240
 GRID = oracle.Grid(size_ms=10 * pipelines.MINUTE_MS)
-
-
-def page_view(minute: int) -> dict[str, object]:
-    moment = datetime.fromtimestamp(BASE_MS / 1000 + minute * 60, tz=UTC)
-    return {
-        "article_id": f"a{minute % 3}",
-        "user_id": f"u{minute % 5}",
-        "event_time": moment.isoformat().replace("+00:00", "Z"),
-    }
-
-
-def prove(project: Project, spark: SparkSession, kafka: KafkaBackend, path: Path) -> ProofReport:
-    return prove_upgrade(
-        project,
-        spark,
-        kafka,
-        path,
-        events=[page_view(minute) for minute in range(60)],
-        stop_after=40,
-        version_2=[USERS],
-        settings=[*WINDOWS, DELTA],
-    )
 
 
 def test_an_upgrade_into_one_delta_table_is_exact_and_reads_back_outside_spark(
     spark: SparkSession, kafka_backend: KafkaBackend, tmp_path: Path
 ) -> None:
-    report = prove(PROJECT, spark, kafka_backend, tmp_path)
+    report = proofs.prove(PROJECT, spark, kafka_backend, tmp_path, DELTA)
     assert report.exact, report.explain()
     assert report.verified is not None and report.verified.ok
     assert {g for writers in report.written.values() for g, _ in writers} == {1, 2}
@@ -176,11 +139,9 @@ def test_an_upgrade_into_one_delta_table_is_exact_and_reads_back_outside_spark(
 def test_a_replay_without_the_filter_writes_windows_twice_in_the_table(
     spark: SparkSession, kafka_backend: KafkaBackend, tmp_path: Path
 ) -> None:
-    source = query_source(PROJECT)
-    assert REPLAY_STEP in source
-    broken = with_query_source(PROJECT, source.replace(REPLAY_STEP, IDLE_STEP), tmp_path)
+    broken = proofs.with_idle_replay_filter(PROJECT, tmp_path)
 
-    report = prove(broken, spark, kafka_backend, tmp_path)
+    report = proofs.prove(broken, spark, kafka_backend, tmp_path, DELTA)
 
     # prove_upgrade has checked that verify says so too.
     assert not report.exact
@@ -227,7 +188,7 @@ def test_a_kill_9_between_the_table_commit_and_the_checkpoint_commit_appends_no_
     assert delta_rows(table, 1), "the killed batch wrote no window: this trial proves nothing"
 
     # A plan made now would write that batch's windows again: refused, from the table's log.
-    version_2 = load_settings(PROJECT, env={}, overrides=[*overrides, USERS]).settings
+    version_2 = load_settings(PROJECT, env={}, overrides=[*overrides, proofs.USERS]).settings
     with pytest.raises(UpgradeError, match=f"output holds batch {killed_at} but its checkpoint"):
         plan_command(version_2, as_json=True, accept_data_loss=False, spark=lambda: spark)
 

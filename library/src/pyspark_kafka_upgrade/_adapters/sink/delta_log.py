@@ -27,7 +27,7 @@ from pyspark_kafka_upgrade._domain.records.sink_errors import DeltaLogError
 if TYPE_CHECKING:
     from deltalake import DeltaTable
 
-__all__ = ["TableLog", "app_id", "last_batch", "read_table_log"]
+__all__ = ["TableLog", "app_id", "commit_mark", "last_batch", "mark_text", "read_table_log"]
 
 _APP_PREFIX = "pyspark-kafka-upgrade/generation-"
 _ADVICE = (
@@ -81,7 +81,7 @@ def read_table_log(location: str) -> TableLog:
         )
     batches: dict[int, set[int]] = {}
     for commit in table.history():
-        mark = _mark(commit.get("userMetadata"))
+        mark = commit_mark(commit.get("userMetadata"))
         if mark is not None:
             batches.setdefault(mark[0], set()).add(mark[1])
     for generation in list(batches) + list(files):
@@ -106,7 +106,13 @@ def last_batch(location: str, generation: int) -> int | None:
     return None if last is None else int(last)
 
 
-def _mark(text: object) -> tuple[int, int] | None:
+def mark_text(generation: int, batch: int) -> str:
+    """The ``userMetadata`` a generation's batch commits with (``delta_writer``)."""
+    return json.dumps({"generation": generation, "batch": batch})
+
+
+def commit_mark(text: object) -> tuple[int, int] | None:
+    """(generation, batch) of a commit's ``userMetadata``; None for another writer's."""
     if not isinstance(text, str):
         return None
     try:

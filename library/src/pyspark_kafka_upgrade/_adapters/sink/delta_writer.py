@@ -19,12 +19,11 @@ watermark passes its end, and the replay filter keeps generations' windows apart
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 from typing import TYPE_CHECKING
 
-from pyspark_kafka_upgrade._adapters.sink.delta_log import app_id, last_batch
+from pyspark_kafka_upgrade._adapters.sink.delta_log import app_id, last_batch, mark_text
 from pyspark_kafka_upgrade._adapters.sink.writer import triggered
 from pyspark_kafka_upgrade._domain.records.sink import GENERATION, Trigger
 from pyspark_kafka_upgrade._domain.records.sink_errors import IncompatibleGenerationsError
@@ -83,7 +82,7 @@ def start_delta_sink(
             .option("txnAppId", application)
             .option("txnVersion", batch_id)
             .option("mergeSchema", "true")
-            .option("userMetadata", json.dumps({"generation": generation, "batch": batch_id}))
+            .option("userMetadata", mark_text(generation, batch_id))
             .save(table)
         )
         if kill_after == batch_id:

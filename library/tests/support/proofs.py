@@ -1,0 +1,67 @@
+"""The upgrade proof's inputs that several suites share: an hour of page views, version 2's
+added metric, sliding windows (whose replay holds events of windows already written), and
+the query step the negative control leaves idle."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+from pyspark_kafka_upgrade import Project
+from pyspark_kafka_upgrade.testing import (
+    KafkaBackend,
+    ProofReport,
+    prove_upgrade,
+    query_source,
+    with_query_source,
+)
+
+BASE_MS = 1_795_341_600_000  # 2026-11-22T10:00:00Z
+USERS = 'aggregation.metrics={"views": "count(*)", "users": "approx_count_distinct(user_id)"}'
+WINDOWS = [
+    "window.duration=10 minutes",
+    "window.slide=5 minutes",
+    "window.watermark_delay=5 minutes",
+]
+REPLAY_STEP = "    framed = steps.drop_written_windows(framed, recipe)\n"
+# The step called, its result dropped: `run` cannot tell, the oracle must.
+IDLE_STEP = "    steps.drop_written_windows(framed, recipe)\n"
+
+
+def page_view(minute: int) -> dict[str, object]:
+    moment = datetime.fromtimestamp(BASE_MS / 1000 + minute * 60, tz=UTC)
+    return {
+        "article_id": f"a{minute % 3}",
+        "user_id": f"u{minute % 5}",
+        "event_time": moment.isoformat().replace("+00:00", "Z"),
+    }
+
+
+def prove(
+    project: Project,
+    spark: SparkSession,
+    kafka: KafkaBackend,
+    path: Path,
+    *settings: str,
+) -> ProofReport:
+    """The plugin's upgrade proof on an hour of page views: version 1 reads 40 minutes,
+    version 2 adds users; ``settings`` on top of the sliding windows, for both versions."""
+    return prove_upgrade(
+        project,
+        spark,
+        kafka,
+        path,
+        events=[page_view(minute) for minute in range(60)],
+        stop_after=40,
+        version_2=[USERS],
+        settings=[*WINDOWS, *settings],
+    )
+
+
+def with_idle_replay_filter(project: Project, path: Path) -> Project:
+    """``project`` with its replay filter's step called and its result dropped."""
+    source = query_source(project)
+    assert REPLAY_STEP in source, "the query's replay filter step moved"
+    return with_query_source(project, source.replace(REPLAY_STEP, IDLE_STEP), path)
