@@ -431,6 +431,13 @@ def stand_in_submit(tmp_path: Path) -> Path:
     return path
 
 
+def default_sigint() -> None:
+    # A shell started in the background (`make test &`, a CI runner's script) passes SIGINT
+    # on ignored, and a shell cannot trap a signal ignored when it started: as a terminal
+    # would, submit.sh starts with SIGINT's default action.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def start(dist: Path, submit: Path, cwd: Path, log: Path) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [str(SUBMIT), "--master=local[1]", "--connector=python", "--sink=parquet", "--", "run"],
@@ -444,6 +451,7 @@ def start(dist: Path, submit: Path, cwd: Path, log: Path) -> subprocess.Popen[st
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=default_sigint,
     )
 
 
