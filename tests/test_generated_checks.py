@@ -4,7 +4,7 @@ The default project, and one with every answer changed, each run their full `mak
 virtualenv of their own, exactly as a user would: the library comes from the wheel the bake
 put beside them. The default project's runs on a Kafka container (Testcontainers), the
 other's (a project on a Delta table) on Apache Kafka as a local process, each on its own
-connector.
+connector. A Delta project runs its `make test` again on the oldest Spark.
 The other combinations share this environment's tools: lint, mypy --strict, the import
 layers, an import of every module, and the deployment files' tests.
 """
@@ -112,8 +112,8 @@ def test_a_project_with_every_answer_changed_passes_its_own_make_test(tmp_path: 
 # The oldest Spark the projects support (Databricks 17.3 LTS is Spark 4.0.0) is proven in
 # this CI by the library's proofs on it (tests/test_library.py), which hold for a project
 # only if the project pins what the library was proven with. A project's own workflow runs
-# its integration suite on it too (.github/workflows/ci.yml). The library's proofs there do
-# not write a Delta table, whose build differs per Spark line: a Delta project runs its own
+# its integration suite on it too (.github/workflows/ci.yml). Of the library's proofs there,
+# one writes a Delta table, whose build differs per Spark line: a Delta project runs its own
 # `make test` on it below.
 OLDEST = "constraints-oldest.txt"
 # The delta extra's packages: pinned in a project only where it installs them.
@@ -130,6 +130,23 @@ def pins(path: Path) -> dict[str, str]:
 
 def without_delta(pinned: dict[str, str]) -> dict[str, str]:
     return {name: version for name, version in pinned.items() if name not in DELTA_PINS}
+
+
+# Beside the library's integration suite, in its worker: Delta's build for Spark 4.0 is
+# another artifact than 4.2's, which the other answers' project runs on.
+@pytest.mark.xdist_group("library")
+def test_a_delta_project_passes_its_own_make_test_on_the_oldest_spark(tmp_path: Path) -> None:
+    project = bake(tmp_path / "baked", sink_format="delta", kafka_connector="builtin")
+    oldest = pins(project / OLDEST)["pyspark"]
+    lines = make_test(
+        project,
+        f"[delta, Spark {oldest}]",
+        "builtin",
+        "apache",
+        "VENV=.venv-oldest",
+        f"CONSTRAINTS={OLDEST}",
+    )
+    assert any(f"Spark {oldest}, master local[1])" in line for line in lines), lines[:20]
 
 
 def test_a_project_pins_the_oldest_versions_the_librarys_proofs_ran_on(

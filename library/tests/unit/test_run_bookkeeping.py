@@ -11,6 +11,8 @@ import pytest
 from pyspark_kafka_upgrade._adapters.ledger.sqlite_store import (
     SqliteOffsetStore,
 )
+from pyspark_kafka_upgrade._application.generation.signature import derive_signature
+from pyspark_kafka_upgrade._application.run import run_command
 from pyspark_kafka_upgrade._application.run.bookkeeping import (
     UpgradeIncompleteError,
     UpgradeRequiredError,
@@ -19,6 +21,7 @@ from pyspark_kafka_upgrade._application.run.bookkeeping import (
     refuse_without_history,
 )
 from pyspark_kafka_upgrade._core.settings import (
+    Settings,
     load_settings,
 )
 from pyspark_kafka_upgrade._domain.records.ledger import (
@@ -152,3 +155,45 @@ def record_running(store: SqliteOffsetStore, signature: dict[str, object]) -> No
             updated_at_ms=1,
         )
     )
+
+
+class SparkStartedError(Exception):
+    """The run got as far as starting Spark."""
+
+
+@pytest.fixture
+def no_spark(monkeypatch: pytest.MonkeyPatch) -> None:
+    def started(*args: object, **kwargs: object) -> None:
+        raise SparkStartedError
+
+    monkeypatch.setattr(run_command, "build_spark_session", started)
+    monkeypatch.setattr(run_command, "check_kafka_access", lambda kafka: None)
+
+
+@pytest.mark.usefixtures("no_spark")
+@pytest.mark.parametrize(
+    ("metrics", "refused"),
+    [('{"views": "count(*)"}', False), ('{"views": "count(*)", "users": "count(user_id)"}', True)],
+)
+def test_run_refuses_what_the_checkpoint_cannot_carry_before_it_starts_spark(
+    tmp_path: Path, metrics: str, refused: bool
+) -> None:
+    # On a cluster a session is an application, ten seconds or more: the ledger says enough.
+    def settings(metrics: str) -> Settings:
+        overrides = [f"pipeline.root={tmp_path / 'pipeline'}", "pipeline.name=p"]
+        overrides += ["ledger.store=sqlite", f"ledger.location={tmp_path / 'ledger.sqlite'}"]
+        return load_settings(
+            PROJECT, env={}, overrides=[*overrides, f"aggregation.metrics={metrics}"]
+        ).settings
+
+    recorded = settings('{"views": "count(*)"}')
+    layout = GenerationLayout(str(tmp_path / "pipeline"), 1)
+    with SqliteOffsetStore(tmp_path / "ledger.sqlite") as store:
+        record_generation(store, "p", layout, None, derive_signature(recorded, layout))
+
+    request = run_command.RunRequest(settings(metrics), available_now=True)
+    with pytest.raises(UpgradeRequiredError if refused else SparkStartedError) as stopped:
+        run_command.run_pipeline(request)
+    if refused:
+        assert "generation 1's checkpoint cannot carry this version" in str(stopped.value)
+        assert "aggregates" in str(stopped.value)

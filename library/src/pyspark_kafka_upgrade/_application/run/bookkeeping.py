@@ -128,18 +128,7 @@ def record_generation(
     Refuses a signature the generation's checkpoint cannot carry.
     """
     now = now_ms()
-    if existing is not None and existing.signature:
-        advice = advise(existing.signature, signature.to_json())
-        if advice.verdict is Verdict.NEEDS_NEW_CHECKPOINT:
-            raise UpgradeRequiredError(
-                f"generation {layout.generation}'s checkpoint cannot carry this version of the "
-                "pipeline: "
-                + "; ".join(advice.sentences())
-                + " Run `upgrade plan` to see how a new generation would start."
-            )
-        carried = [change.sentence() for change in advice.changes]
-    else:
-        carried = []
+    carried = refuse_uncarried(existing, signature, layout.generation)
     store.record_generation(
         GenerationRecord(
             pipeline=pipeline,
@@ -156,6 +145,23 @@ def record_generation(
         )
     )
     return carried
+
+
+def refuse_uncarried(
+    existing: GenerationRecord | None, signature: PipelineSignature, generation: int
+) -> list[str]:
+    """The changes since the signature ``existing`` recorded, as sentences, when generation
+    ``generation``'s checkpoint can carry them; refuses them when it cannot."""
+    if existing is None or not existing.signature:
+        return []
+    advice = advise(existing.signature, signature.to_json())
+    if advice.verdict is Verdict.NEEDS_NEW_CHECKPOINT:
+        raise UpgradeRequiredError(
+            f"generation {generation}'s checkpoint cannot carry this version of the pipeline: "
+            + "; ".join(advice.sentences())
+            + " Run `upgrade plan` to see how a new generation would start."
+        )
+    return [change.sentence() for change in advice.changes]
 
 
 def mark_unrecorded_batches(

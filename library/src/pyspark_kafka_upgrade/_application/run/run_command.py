@@ -38,6 +38,7 @@ from pyspark_kafka_upgrade._application.run.bookkeeping import (
     generation_start,
     mark_unrecorded_batches,
     record_generation,
+    refuse_uncarried,
     refuse_without_history,
     wait_for_ledger,
 )
@@ -57,6 +58,7 @@ from pyspark_kafka_upgrade._application.run.supervisor import (
 from pyspark_kafka_upgrade._core.settings import LoadedSettings, Settings
 from pyspark_kafka_upgrade._domain.records.ledger import GenerationRecord
 from pyspark_kafka_upgrade._domain.records.store import OffsetStore
+from pyspark_kafka_upgrade._domain.values.catalog import STORES
 from pyspark_kafka_upgrade._domain.values.clock import iso_utc
 from pyspark_kafka_upgrade._domain.values.layout import GenerationLayout
 
@@ -101,6 +103,9 @@ def run_pipeline(request: RunRequest, spark: SparkSession | None = None) -> RunS
         return _run_on(request, spark)
     if request.master is not None:
         check_storage_reaches(settings, request.master)  # before Spark reaches the cluster
+    # Before Spark too: a version the checkpoint cannot carry is refused in a second, where
+    # a session (on a cluster, an application) would take ten or more to start.
+    _refuse_before_spark(settings)
     # Before Spark: a login Kafka refuses would otherwise retry inside the query for minutes.
     check_kafka_access(settings.kafka)
     # The session this run starts, it also stops: stopping drains Spark's listener bus
@@ -122,6 +127,26 @@ def run_pipeline(request: RunRequest, spark: SparkSession | None = None) -> RunS
         return _run_on(request, session)
     finally:
         session.stop()
+
+
+def _refuse_before_spark(settings: Settings) -> None:
+    """Refuse what ``record_generation`` would, when the ledger is read without Spark (the
+    filesystem store writes through Spark's Hadoop classes: that one refuses later)."""
+    if STORES[settings.ledger.store].needs_spark:
+        return
+    pipeline = settings.pipeline.name
+    with open_store(settings.ledger) as store:
+        generation = current_generation(store, pipeline)
+        record = store.generation(pipeline, generation)
+        if record is None or not record.signature:
+            return
+        # Only the session knows the Spark it runs: judged as unchanged here, and later.
+        recorded = record.signature.get("spark_version")
+        layout = GenerationLayout(absolute_uri(settings.pipeline.root), generation)
+        signature = derive_signature(
+            settings, layout, spark_version=recorded if isinstance(recorded, str) else None
+        )
+        refuse_uncarried(record, signature, generation)
 
 
 def _master_of(spark: SparkSession) -> str:
