@@ -10,7 +10,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from datetime import datetime
+import os
+import subprocess
+import sys
+from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -64,15 +68,33 @@ GRID = oracle.Grid(size_ms=10 * pipelines.MINUTE_MS)
 
 
 def test_an_upgrade_into_one_delta_table_is_exact_and_reads_back_outside_spark(
-    spark: SparkSession, kafka_backend: KafkaBackend, tmp_path: Path
+    spark: SparkSession,
+    kafka_backend: KafkaBackend,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    report = proofs.prove(PROJECT, spark, kafka_backend, tmp_path, DELTA)
+    # The table at a location of its own, registered under a name in a Hive metastore
+    # (embedded Derby, in this test's directory) by the runs, which go through the CLI in
+    # processes of their own: this process's session has its catalog already.
+    table = str(tmp_path / "tables" / "page_view_counts")
+    monkeypatch.setenv("SPARK_CONF_DIR", str(_hive_metastore(tmp_path)))
+    report = proofs.prove(
+        PROJECT,
+        spark,
+        kafka_backend,
+        tmp_path,
+        DELTA,
+        f"sink.table_location={table}",
+        f"sink.table_name={TABLE_NAME}",
+        run=lambda overrides: _cli_run(overrides, tmp_path),
+    )
     assert report.exact, report.explain()
     assert report.verified is not None and report.verified.ok
     assert {g for writers in report.written.values() for g, _ in writers} == {1, 2}
     assert report.settings is not None
-    table = table_location(report.settings.pipeline.root)
-    assert not (tmp_path / "pipeline" / "output" / "generation-1").exists()
+    assert not (tmp_path / "pipeline" / "output").exists()
+    quarantine = table_location(report.settings.pipeline.root, quarantine=True)
+    assert DeltaTable(quarantine).version() >= 0  # the quarantine stays under the root
 
     # delta-rs, with no JVM, reads the rows `output show` prints: every window once.
     shown = json.loads(show_output(report.settings, spark=spark, limit=None, as_json=True))
@@ -93,6 +115,18 @@ def test_an_upgrade_into_one_delta_table_is_exact_and_reads_back_outside_spark(
         for row in shown["rows"]
     )
     assert read_by_delta_rs == printed
+    # Spark, by the name the runs registered, reads exactly what delta-rs reads there.
+    by_name = sorted(
+        (
+            row["generation"],
+            _utc(row["window_start"]),
+            row["article_id"],
+            row["views"],
+            row["users"],
+        )
+        for row in _read_by_name(TABLE_NAME, tmp_path)
+    )
+    assert by_name == read_by_delta_rs
     windows = [(start, article) for _, start, article, _, _ in read_by_delta_rs]
     assert len(windows) == len(set(windows)) == len(report.expected)
     # Version 1 computed no users: null in its rows, a column of the one table since 2.
@@ -134,6 +168,76 @@ def test_an_upgrade_into_one_delta_table_is_exact_and_reads_back_outside_spark(
     apply_command(version_3, accept_data_loss=False, spark=lambda: spark)
     said = rollback_command(version_3, spark=lambda: spark)
     assert "generation 3 retired unused" in said, said
+
+
+TABLE_NAME = "analytics.page_view_counts"
+_READ_BY_NAME = """
+import json, sys
+from pyspark_kafka_upgrade.testing._spark import build_test_spark_session
+spark = build_test_spark_session("read-by-name", "python", delta=True)
+rows = spark.table(sys.argv[1]).selectExpr(
+    "generation", "unix_micros(window_start) AS window_start", "article_id", "views", "users"
+)
+print(json.dumps([row.asDict() for row in rows.collect()]))
+"""
+
+
+def _hive_metastore(path: Path) -> Path:
+    """A Spark conf directory whose spark-defaults.conf gives every session started with it
+    one Hive metastore (embedded Derby: one process at a time) with the schema ``analytics``."""
+    conf = path / "spark-conf"
+    conf.mkdir()
+    (conf / "spark-defaults.conf").write_text(
+        "spark.sql.catalogImplementation hive\n"
+        f"spark.sql.warehouse.dir {path / 'warehouse'}\n"
+        "spark.hadoop.javax.jdo.option.ConnectionURL "
+        f"jdbc:derby:;databaseName={path / 'metastore_db'};create=true\n"
+    )
+    code = (
+        "from pyspark.sql import SparkSession; "
+        "SparkSession.builder.master('local[1]').getOrCreate()"
+        ".sql('CREATE SCHEMA IF NOT EXISTS analytics')"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**os.environ, "SPARK_CONF_DIR": str(conf)},
+        cwd=path,
+        capture_output=True,
+        text=True,
+        timeout=KILL_TIMEOUT_S,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return conf
+
+
+def _cli_run(overrides: Sequence[str], cwd: Path) -> int:
+    """`run --available-now` through the CLI, in a process of its own; its exit code."""
+    arguments = [*(f"--set={override}" for override in overrides), "run", "--available-now"]
+    with driver_process.started([*arguments, "--master=local[1]"], cwd) as driver:
+        code = driver.wait(KILL_TIMEOUT_S)
+    if code == 0:
+        assert f"  table name  {TABLE_NAME}" in driver.output, driver.output
+    return code
+
+
+def _read_by_name(name: str, cwd: Path) -> list[dict[str, object]]:
+    done = subprocess.run(
+        [sys.executable, "-c", _READ_BY_NAME, name],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=KILL_TIMEOUT_S,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows: list[dict[str, object]] = json.loads(done.stdout.strip().splitlines()[-1])
+    return rows
+
+
+def _utc(micros: object) -> datetime:
+    assert isinstance(micros, int)
+    return datetime.fromtimestamp(micros / 1_000_000, tz=UTC)
 
 
 def test_a_replay_without_the_filter_writes_windows_twice_in_the_table(

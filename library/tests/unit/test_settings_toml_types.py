@@ -218,7 +218,7 @@ WRONG_TYPES_IN_A_FILE = [
     (
         "sink.table_location",
         "false",
-        'sink.table_location = false (from <file>): must be text, e.g. '
+        "sink.table_location = false (from <file>): must be text, e.g. "
         '"s3://bucket/pipelines/page-views/table"; write it in quotes',
     ),
     (
