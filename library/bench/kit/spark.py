@@ -105,7 +105,7 @@ def run_windowed_job(
     """Run the job on a fresh checkpoint until it has read what the topic holds, into the
     sink the pipeline opens for ``sink.format`` (generation 1 of a root of its own)."""
     checkpoint = workdir / name / "checkpoint"
-    sink = open_sink(settings.sink.format, str(workdir / name))
+    sink = open_sink(settings.sink, str(workdir / name))
     output = Path(sink.location(1))
     frame = windowed_job(spark, settings, checkpoint, observed=observed)
     started = time.perf_counter()

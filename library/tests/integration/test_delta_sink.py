@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -66,13 +66,35 @@ GRID = oracle.Grid(size_ms=10 * pipelines.MINUTE_MS)
 def test_an_upgrade_into_one_delta_table_is_exact_and_reads_back_outside_spark(
     spark: SparkSession, kafka_backend: KafkaBackend, tmp_path: Path
 ) -> None:
-    report = proofs.prove(PROJECT, spark, kafka_backend, tmp_path, DELTA)
+    # The table at a location of its own, registered by the runs under a name in the
+    # catalog of the session they run on (this test's; a metastore is Spark's own business:
+    # the runs only issue CREATE TABLE ... LOCATION, tests/unit/test_delta_catalog.py).
+    table = str(tmp_path / "tables" / "page_view_counts")
+    spark.sql(f"CREATE SCHEMA IF NOT EXISTS {TABLE_NAME.split('.')[0]}")
+    try:
+        report = proofs.prove(
+            PROJECT,
+            spark,
+            kafka_backend,
+            tmp_path,
+            DELTA,
+            f"sink.table_location={table}",
+            f"sink.table_name={TABLE_NAME}",
+        )
+        by_name = sorted(
+            (row.generation, row.window_start, row.article_id, row.views, row.users)
+            for row in spark.table(TABLE_NAME).collect()
+        )
+        registered_at = _location_of(spark, TABLE_NAME)
+    finally:
+        spark.sql(f"DROP TABLE IF EXISTS {TABLE_NAME}")  # the session outlives this test
     assert report.exact, report.explain()
     assert report.verified is not None and report.verified.ok
     assert {g for writers in report.written.values() for g, _ in writers} == {1, 2}
     assert report.settings is not None
-    table = table_location(report.settings.pipeline.root)
-    assert not (tmp_path / "pipeline" / "output" / "generation-1").exists()
+    assert not (tmp_path / "pipeline" / "output").exists()
+    quarantine = table_location(report.settings.pipeline.root, quarantine=True)
+    assert DeltaTable(quarantine).version() >= 0  # the quarantine stays under the root
 
     # delta-rs, with no JVM, reads the rows `output show` prints: every window once.
     shown = json.loads(show_output(report.settings, spark=spark, limit=None, as_json=True))
@@ -93,6 +115,10 @@ def test_an_upgrade_into_one_delta_table_is_exact_and_reads_back_outside_spark(
         for row in shown["rows"]
     )
     assert read_by_delta_rs == printed
+    # Spark, by the name the runs registered over the location, reads exactly what
+    # delta-rs reads there.
+    assert registered_at.rstrip("/").endswith(table.lstrip("/")), registered_at
+    assert [(g, _utc(w), a, v, u) for g, w, a, v, u in by_name] == read_by_delta_rs
     windows = [(start, article) for _, start, article, _, _ in read_by_delta_rs]
     assert len(windows) == len(set(windows)) == len(report.expected)
     # Version 1 computed no users: null in its rows, a column of the one table since 2.
@@ -134,6 +160,19 @@ def test_an_upgrade_into_one_delta_table_is_exact_and_reads_back_outside_spark(
     apply_command(version_3, accept_data_loss=False, spark=lambda: spark)
     said = rollback_command(version_3, spark=lambda: spark)
     assert "generation 3 retired unused" in said, said
+
+
+TABLE_NAME = "analytics.page_view_counts"
+
+
+def _location_of(spark: SparkSession, name: str) -> str:
+    rows = spark.sql(f"DESCRIBE TABLE EXTENDED {name}").collect()
+    return str(next(row.data_type for row in rows if row.col_name == "Location"))
+
+
+def _utc(moment: object) -> datetime:
+    assert isinstance(moment, datetime)
+    return moment if moment.tzinfo else moment.astimezone(UTC)
 
 
 def test_a_replay_without_the_filter_writes_windows_twice_in_the_table(

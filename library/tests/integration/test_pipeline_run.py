@@ -266,7 +266,7 @@ def test_the_inspector_reads_the_run_checkpoint_and_agrees_with_the_ledger(
     with open_store(settings.ledger, spark=lambda: spark) as store:
         report = inspect_checkpoint(
             layout.checkpoint,
-            sink=open_sink(settings.sink.format, layout.root),
+            sink=open_sink(settings.sink, layout.root),
             ledger=store,
             pipeline=settings.pipeline.name,
             generation=1,

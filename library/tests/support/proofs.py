@@ -4,6 +4,7 @@ the query step the negative control leaves idle."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -45,9 +46,11 @@ def prove(
     kafka: KafkaBackend,
     path: Path,
     *settings: str,
+    run: Callable[[Sequence[str]], int] | None = None,
 ) -> ProofReport:
     """The plugin's upgrade proof on an hour of page views: version 1 reads 40 minutes,
-    version 2 adds users; ``settings`` on top of the sliding windows, for both versions."""
+    version 2 adds users; ``settings`` on top of the sliding windows, for both versions;
+    ``run`` runs a version (``prove_upgrade``'s), by default in this process."""
     return prove_upgrade(
         project,
         spark,
@@ -57,6 +60,7 @@ def prove(
         stop_after=40,
         version_2=[USERS],
         settings=[*WINDOWS, *settings],
+        run=run,
     )
 
 

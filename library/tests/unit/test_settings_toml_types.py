@@ -216,6 +216,18 @@ WRONG_TYPES_IN_A_FILE = [
         "write it in quotes",
     ),
     (
+        "sink.table_location",
+        "false",
+        "sink.table_location = false (from <file>): must be text, e.g. "
+        '"s3://bucket/pipelines/page-views/table"; write it in quotes',
+    ),
+    (
+        "sink.table_name",
+        '["main", "analytics", "page_view_counts"]',
+        'sink.table_name = ["main", "analytics", "page_view_counts"] (from <file>): must be '
+        'text, e.g. "main.analytics.page_view_counts"; one text, not an array',
+    ),
+    (
         "ledger.store",
         "0",
         'ledger.store = 0 (from <file>): must be one of "sqlite", "postgres", "filesystem"',

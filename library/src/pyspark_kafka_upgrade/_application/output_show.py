@@ -38,7 +38,13 @@ from pyspark_kafka_upgrade._domain.records.sink import (
 )
 from pyspark_kafka_upgrade._domain.records.sink_errors import IntegrityError
 from pyspark_kafka_upgrade._domain.values.catalog import SINKS, SinkFormat
-from pyspark_kafka_upgrade._domain.values.json_record import Field, JsonRecord, Shape, Written
+from pyspark_kafka_upgrade._domain.values.json_record import (
+    Field,
+    Group,
+    JsonRecord,
+    Shape,
+    Written,
+)
 from pyspark_kafka_upgrade._domain.values.layout import output_root
 
 DEFAULT_LIMIT = 20
@@ -64,6 +70,8 @@ class OutputReport(JsonRecord):
 
     json_shape = Shape(
         "output",
+        # Only with a catalog name (sink.table_name): a file sink's document is unchanged.
+        Group("table", Field("table_name", key="name"), optional=True),
         Field("file_format", key="format"),
         "generations",
         Written("total_rows"),
@@ -79,6 +87,7 @@ class OutputReport(JsonRecord):
     columns: tuple[str, ...]
     numeric: frozenset[str]  # columns right-aligned in the table
     rows: tuple[tuple[object, ...], ...]  # timestamps as UTC datetimes
+    table_name: str | None = None  # the table's catalog name (sink.table_name), if any
 
     @property
     def total_rows(self) -> int:
@@ -104,7 +113,7 @@ def show_output(
     if limit is not None and limit < 0:
         raise InvalidLimitError(f"the number of rows to show must be 0 or more, got {limit}")
     root = absolute_uri(settings.pipeline.root)
-    sink = open_sink(settings.sink.format, root)
+    sink = open_sink(settings.sink, root)
     outputs = sink.outputs(None if generation is None else [generation])
     damaged = [file for output in outputs for file in output.damaged]
     if damaged:
@@ -123,6 +132,7 @@ def show_output(
             ),
             keys=settings.aggregation.keys,
             limit=limit,
+            table_name=settings.sink.table_name or None,
         )
     except Exception as error:
         unreadable = sink.damage_in(failed_file(error), outputs)
@@ -158,6 +168,7 @@ def collect_report(
     output: str,
     keys: Sequence[str],
     limit: int | None,
+    table_name: str | None = None,
 ) -> OutputReport:
     """Read ``outputs`` through ``sink``, count rows per generation and collect the first
     ``limit`` rows."""
@@ -199,6 +210,7 @@ def collect_report(
             field.name for field in frame.schema.fields if isinstance(field.dataType, NumericType)
         ),
         rows=rows,
+        table_name=table_name,
     )
 
 
@@ -207,6 +219,8 @@ def render_output(report: OutputReport, *, as_json: bool) -> str:
     if as_json:
         return json.dumps(report.to_json(), indent=2)
     fields = [("output", f"{report.output} ({report.file_format})")]
+    if report.table_name:
+        fields.append(("table name", report.table_name))
     for summary in report.generations:
         fields.append((f"generation {summary.generation}", _generation_line(summary)))
     fields.append(

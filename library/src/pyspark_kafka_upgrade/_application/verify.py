@@ -117,7 +117,7 @@ def verify_pipeline(
     sessions = spark if callable(spark) else (lambda: spark)
     facts = gather(settings, sessions)
     session = sessions()
-    sink = open_sink(settings.sink.format, absolute_uri(settings.pipeline.root))
+    sink = open_sink(settings.sink, absolute_uri(settings.pipeline.root))
     rules = Parsing(
         events=settings.project.events,
         time_source=settings.events.time_source,

@@ -104,6 +104,8 @@ class World:
     # (topic, partition) -> event time (ms) of each offset, in offset order
     records: dict[PartitionKey, list[int]] = field(default_factory=dict)
     batches: int = 0
+    # Settings generation 1 ran with, besides the world's own (e.g. its sink).
+    ran_with: tuple[str, ...] = ()
 
     def overrides(self, *more: str) -> list[str]:
         return [
@@ -118,6 +120,7 @@ class World:
             "window.watermark_delay=5 minutes",
             "ledger.store=sqlite",
             f"ledger.location={self.root / 'ledger.sqlite'}",
+            *self.ran_with,
             *more,
         ]
 
@@ -216,15 +219,20 @@ class World:
         return {"generations": generations, "batches": batches, "files": files}
 
 
-def make_world(tmp_path: Path, *, minutes: int = 40, batches: int = 4) -> World:
+def make_world(
+    tmp_path: Path, *, minutes: int = 40, batches: int = 4, ran_with: tuple[str, ...] = ()
+) -> World:
     """Generation 1 read ``minutes`` minutes of events on each partition, in ``batches``
-    batches of ten minutes; nothing else waits in Kafka.
+    batches of ten minutes, with the settings ``ran_with`` besides the world's own; nothing
+    else waits in Kafka.
 
     With the defaults, batch 3 ran with the watermark the events through batch 2 set:
     W = 10:29 - 5 min = 10:24. The windows 10:20-10:30 and 10:30-10:40 are open; their
     events start at offset 20 of each partition, which batch 2 began reading.
     """
-    world = World(root=tmp_path, broker=FakeBroker(partitions_of={TOPIC: PARTITIONS}))
+    world = World(
+        root=tmp_path, broker=FakeBroker(partitions_of={TOPIC: PARTITIONS}), ran_with=ran_with
+    )
     for partition in range(PARTITIONS):
         world.produce(range(minutes), partition)
     for _ in range(batches):

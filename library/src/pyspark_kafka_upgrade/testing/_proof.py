@@ -339,7 +339,9 @@ def _written(
     metrics = [metric.name for metric in settings.aggregation.metric_specs]
     rows: Sequence[Any]  # Spark rows, or delta-rs rows as dicts: both are read by name
     if settings.sink.format == "delta":
-        rows = delta_rows(table_location(settings.pipeline.root), generation)
+        # Where the settings put the table, told here apart from the sink under test.
+        table = settings.sink.table_location or table_location(settings.pipeline.root)
+        rows = delta_rows(table, generation)
     else:
         directory = _local(GenerationLayout(settings.pipeline.root, generation).output)
         if not (directory / "_spark_metadata").is_dir():

@@ -27,7 +27,15 @@ from pyspark_kafka_upgrade._domain.records.sink_errors import DeltaLogError
 if TYPE_CHECKING:
     from deltalake import DeltaTable
 
-__all__ = ["TableLog", "app_id", "commit_mark", "last_batch", "mark_text", "read_table_log"]
+__all__ = [
+    "TableLog",
+    "app_id",
+    "commit_mark",
+    "has_log",
+    "last_batch",
+    "mark_text",
+    "read_table_log",
+]
 
 _APP_PREFIX = "pyspark-kafka-upgrade/generation-"
 _ADVICE = (
@@ -104,6 +112,11 @@ def last_batch(location: str, generation: int) -> int | None:
         return None
     last = table.transaction_version(app_id(generation))
     return None if last is None else int(last)
+
+
+def has_log(location: str) -> bool:
+    """Whether ``location`` holds a Delta table (a log with a commit) already."""
+    return _open(location) is not None
 
 
 def mark_text(generation: int, batch: int) -> str:

@@ -1,5 +1,6 @@
-"""The Delta sink: one Delta Lake table, ``<root>/output/table``, that every generation
-appends to, each row marked with its generation (``delta_writer``).
+"""The Delta sink: one Delta Lake table, ``<root>/output/table`` or ``sink.table_location``,
+that every generation appends to, each row marked with its generation (``delta_writer``),
+registered under ``sink.table_name`` for readers when that is set (``delta_catalog``).
 
 What each generation committed is read from the table's log with delta-rs (``delta_log``):
 no JVM, so ``upgrade plan`` and ``apply`` stay as quick as with the file sink. Files a failed
@@ -47,9 +48,11 @@ _FORMAT = "delta"
 class DeltaSink(Sink):
     """Every generation's output in the Delta table of the pipeline rooted at ``root``.
 
-    ``quarantine``: the quarantine's table (``<root>/quarantine/table``). ``located``: the
-    table is elsewhere than the layout puts it (``checkpoint show --sink``); one table holds
-    every generation, so any generation's entry names it.
+    ``quarantine``: the quarantine's table (``<root>/quarantine/table``). ``location``: the
+    table's (``sink.table_location``, absolute), if not the layout's; ``name``: the catalog
+    name a run registers over it (``sink.table_name``), "" for none. ``located``: the
+    table is elsewhere than the settings put it (``checkpoint show --sink``); one table
+    holds every generation, so any generation's entry names it.
     """
 
     def __init__(
@@ -59,11 +62,14 @@ class DeltaSink(Sink):
         *,
         quarantine: bool = False,
         located: Mapping[int, str] | None = None,
+        location: str | None = None,
+        name: str = "",
     ) -> None:
         given = sorted(set((located or {}).values()))
         if len(given) > 1:
             raise ValueError(f"one Delta table holds every generation, not {', '.join(given)}")
-        self._table = given[0] if given else table_location(root, quarantine=quarantine)
+        self._table = given[0] if given else location or table_location(root, quarantine=quarantine)
+        self.name = name
 
     def location(self, generation: int) -> str:
         return self._table
@@ -83,6 +89,7 @@ class DeltaSink(Sink):
             frame,
             query_name=query_name,
             table=self._table,
+            name=self.name,
             checkpoint=checkpoint,
             generation=generation,
             trigger=trigger,
@@ -107,7 +114,7 @@ class DeltaSink(Sink):
             generations,
             none_present=(
                 f"no output in the Delta table {self._table}: no generation has committed "
-                "to it; has the pipeline run with this pipeline.root?"
+                "to it; has the pipeline run with this pipeline.root and sink.table_location?"
             ),
             not_present=lambda generation: (
                 f"no output for generation {generation} in the Delta table {self._table}"

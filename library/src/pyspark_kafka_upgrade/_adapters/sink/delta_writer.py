@@ -23,7 +23,8 @@ import os
 import signal
 from typing import TYPE_CHECKING
 
-from pyspark_kafka_upgrade._adapters.sink.delta_log import app_id, last_batch, mark_text
+from pyspark_kafka_upgrade._adapters.sink.delta_catalog import check_table_name, register_table
+from pyspark_kafka_upgrade._adapters.sink.delta_log import app_id, has_log, last_batch, mark_text
 from pyspark_kafka_upgrade._adapters.sink.writer import triggered
 from pyspark_kafka_upgrade._domain.records.sink import GENERATION, Trigger
 from pyspark_kafka_upgrade._domain.records.sink_errors import IncompatibleGenerationsError
@@ -48,7 +49,10 @@ def start_delta_sink(
     checkpoint: str,
     generation: int,
     trigger: Trigger,
+    name: str = "",
 ) -> StreamingQuery:
+    """Start appending ``frame`` to the table at ``table``; ``name``: the catalog name to
+    register over it (``delta_catalog``), "" for none."""
     if any(name.lower() == GENERATION for name in frame.columns):
         raise IncompatibleGenerationsError(
             f"the output already has a column named {GENERATION!r}, the column of the Delta "
@@ -69,8 +73,16 @@ def start_delta_sink(
     # before the query starts (one line if the table cannot be read), and it stays true: the
     # generation's run lock keeps every other writer of its transactions out.
     committed = last_batch(table, generation)
+    # Refused before the query starts when the name stands for another table; registered
+    # now if the log exists, else after this run's first commit, once.
+    unregistered = False
+    if name and has_log(table):
+        register_table(frame.sparkSession, name, table)
+    elif name:
+        unregistered = not check_table_name(frame.sparkSession, name, table)
 
     def append(batch: DataFrame, batch_id: int) -> None:
+        nonlocal unregistered
         if committed is not None and batch_id <= committed:
             batch.write.format("noop").mode("overwrite").save()
             return
@@ -85,6 +97,9 @@ def start_delta_sink(
             .option("userMetadata", mark_text(generation, batch_id))
             .save(table)
         )
+        if unregistered:
+            register_table(batch.sparkSession, name, table)
+            unregistered = False
         if kill_after == batch_id:
             _kill_this_driver()
 

@@ -65,8 +65,10 @@ def _sink_fields(sink: SinkSummary) -> list[tuple[str, str]]:
     else:
         last = f"{_optional(sink.last_batch_id)}, not the checkpoint's last committed batch"
     damaged = f", {len(sink.damaged)} damaged" if sink.damaged else ""
+    named = [("  table name", sink.table_name)] if sink.table_name else []
     return [
         ("sink", sink.uri),
+        *named,
         ("  log batches", _ranges(sink.batches) + compacted),
         ("  live files", f"{sink.live_files}{damaged}"),
         ("  last batch", last),

@@ -24,7 +24,7 @@ from pyspark_kafka_upgrade._domain.records.ledger import BatchRecord, LedgerGap
 from pyspark_kafka_upgrade._domain.records.sink import Sink
 from pyspark_kafka_upgrade._domain.records.sink_errors import IntegrityError
 from pyspark_kafka_upgrade._domain.records.store import OffsetStore
-from pyspark_kafka_upgrade._domain.values.json_record import JsonRecord
+from pyspark_kafka_upgrade._domain.values.json_record import Field, Group, JsonRecord, Shape
 from pyspark_kafka_upgrade._domain.values.offsets import (
     InvalidOffsetsError,
     format_offsets,
@@ -93,6 +93,20 @@ class SinkSummary(JsonRecord):
     last_batch_matches_checkpoint: bool
     # Committed files missing or of another size, or directories that cannot be listed.
     damaged: tuple[DamagedFile, ...] = ()
+    # The table's catalog name (sink.table_name), if any: written only then, so that a file
+    # sink's document is unchanged.
+    table_name: str | None = None
+
+    json_shape = Shape(
+        "uri",
+        Group("table", Field("table_name", key="name"), optional=True),
+        "batches",
+        "last_batch_id",
+        "compact_batch_id",
+        "live_files",
+        "last_batch_matches_checkpoint",
+        "damaged",
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -88,7 +88,7 @@ def _sink(
         if given is None:
             return None
         root = absolute_uri(settings.pipeline.root)
-        return open_sink(settings.sink.format, root, located={generation: given})
+        return open_sink(settings.sink, root, located={generation: given})
     root, laid_out = beside
-    location = given or open_sink(settings.sink.format, root).location(laid_out)
-    return open_sink(settings.sink.format, root, located={generation: location})
+    location = given or open_sink(settings.sink, root).location(laid_out)
+    return open_sink(settings.sink, root, located={generation: location})

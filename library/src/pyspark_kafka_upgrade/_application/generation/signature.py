@@ -66,7 +66,7 @@ def derive_signature(
         output_schema=tuple(Column(name, type_) for name, type_ in schema),
         query=query_digest(project.query),
         sink_format=settings.sink.format,
-        sink_path=open_sink(settings.sink.format, layout.root).location(layout.generation),
+        sink_path=open_sink(settings.sink, layout.root).location(layout.generation),
         output_mode=OUTPUT_MODE,
         spark_version=spark_version or installed_spark_version(),
     )

@@ -119,8 +119,8 @@ def run_phases(
     query = settings.project.query_module()
     trigger = Trigger(interval=settings.sink.trigger_interval, available_now=available_now)
     kafka = settings.kafka
-    output = open_sink(settings.sink.format, layout.root)
-    quarantined = open_sink(settings.sink.format, layout.root, quarantine=True)
+    output = open_sink(settings.sink, layout.root)
+    quarantined = open_sink(settings.sink, layout.root, quarantine=True)
     raw = read_kafka_stream(
         spark,
         kafka,

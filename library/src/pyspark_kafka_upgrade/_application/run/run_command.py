@@ -240,7 +240,7 @@ def _run_generation(
 
 def _location(request: RunRequest, layout: GenerationLayout, *, quarantine: bool) -> str:
     """Where the generation writes: its directory, or the table every generation shares."""
-    sink = open_sink(request.settings.sink.format, layout.root, quarantine=quarantine)
+    sink = open_sink(request.settings.sink, layout.root, quarantine=quarantine)
     return sink.location(layout.generation)
 
 
@@ -257,6 +257,7 @@ def _banner(
     lines = [
         f"{request.settings.pipeline.name}: running generation {layout.generation} ({until})",
         f"  output      {_location(request, layout, quarantine=False)}",
+        *([f"  table name  {name}"] if (name := request.settings.sink.table_name) else []),
         f"  quarantine  {_location(request, layout, quarantine=True)}",
         f"  checkpoint  {layout.checkpoint}",
         f"  ledger      {store.describe()}",

@@ -17,11 +17,11 @@ from dataclasses import replace
 
 from pyspark_kafka_upgrade._application.upgrade.lookup import check_fresh, committed_directories
 from pyspark_kafka_upgrade._core.planner.plan_words import writes_to
+from pyspark_kafka_upgrade._core.settings.sections import SinkSettings
 from pyspark_kafka_upgrade._domain.records.ledger import GenerationRecord, GenerationStatus
 from pyspark_kafka_upgrade._domain.records.plan import UpgradePlan
 from pyspark_kafka_upgrade._domain.records.record_errors import RollbackRefusedError, UpgradeError
 from pyspark_kafka_upgrade._domain.records.store import OffsetStore
-from pyspark_kafka_upgrade._domain.values.catalog import SinkFormat
 from pyspark_kafka_upgrade._domain.values.clock import now_ms
 from pyspark_kafka_upgrade._domain.values.layout import GenerationLayout
 
@@ -32,12 +32,12 @@ def apply_plan(
     store: OffsetStore,
     plan: UpgradePlan,
     *,
-    sink_format: SinkFormat,
+    sink: SinkSettings,
     after_step: Callable[[str], None] = lambda step: None,
 ) -> str:
     """Carry out ``plan``'s steps that are not done yet; what was done, for the user.
-    ``sink_format``: the settings' ``sink.format``, whose sink says whether the new
-    generation's output holds a commit."""
+    ``sink``: the settings' ``[sink]``, whose sink says whether the new generation's output
+    holds a commit."""
     layout = GenerationLayout(plan.root, plan.to_generation)
     recorded = store.generation(plan.pipeline, plan.to_generation)
     if recorded is None:
@@ -46,7 +46,7 @@ def apply_plan(
                 f"the plan for generation {plan.to_generation} was made by an earlier version "
                 "of the pipeline and names no signature: make a new plan"
             )
-        check_fresh(layout, sink_format)
+        check_fresh(layout, sink)
         now = now_ms()
         recorded = GenerationRecord(
             pipeline=plan.pipeline,
@@ -67,7 +67,7 @@ def apply_plan(
             plan.pipeline, plan.from_generation, GenerationStatus.RETIRED, at_ms=now_ms()
         )
     after_step("retire_old")
-    check_fresh(layout, sink_format)
+    check_fresh(layout, sink)
     after_step("check_directories")
     # Read again: a rollback holds the new generation's lock, not the old one's, so it may
     # have retired the plan since; writing the record read above would bring it back.
@@ -85,21 +85,22 @@ def apply_plan(
         f"  starts at   {plan.starting_offsets}\n"
         f"  filter      {plan.replay_filter.explain()}\n"
         f"  output      {writes_to(plan, layout)}\n"
-        f"  checkpoint  {layout.checkpoint}\n"
+        + (f"  table name  {sink.table_name}\n" if sink.table_name else "")
+        + f"  checkpoint  {layout.checkpoint}\n"
         "Start it with `run`."
     )
 
 
 def roll_back(
-    store: OffsetStore, live: GenerationRecord, plan: UpgradePlan, *, sink_format: SinkFormat
+    store: OffsetStore, live: GenerationRecord, plan: UpgradePlan, *, sink: SinkSettings
 ) -> str:
     """Make the generation ``plan`` started from current again, if ``live`` wrote nothing
-    (in its checkpoints, or in the sinks of ``sink_format``, the settings' ``sink.format``).
+    (in its checkpoints, or in the sinks of the settings' ``[sink]``).
 
     The caller holds ``live``'s run lock, so no run can start writing meanwhile.
     """
     layout = GenerationLayout(plan.root, live.generation)
-    written = committed_directories(layout, sink_format)
+    written = committed_directories(layout, sink)
     if written:
         raise RollbackRefusedError(
             f"generation {live.generation} has committed output ({', '.join(written)}): "

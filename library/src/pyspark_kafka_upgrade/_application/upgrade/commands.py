@@ -182,10 +182,11 @@ def plan_command(
     if as_json:
         return render_json(outcome)
     drawn = f"\n{drawn}" if drawn else ""
+    shown = render_plan(outcome) + _table_name(settings)
     if out is None:
-        return f"{render_plan(outcome)}{drawn}\nApply it with `upgrade apply`, then `run`."
+        return f"{shown}{drawn}\nApply it with `upgrade apply`, then `run`."
     return (
-        f"{render_plan(outcome)}\n\nPlan written to {out}. Review it (`upgrade show {out}`), "
+        f"{shown}\n\nPlan written to {out}. Review it (`upgrade show {out}`), "
         f"then apply exactly it with `upgrade apply {out}` and start it with `run`.{drawn}"
     )
 
@@ -243,9 +244,7 @@ def apply_command(
                     f"{recorded.from_generation})"
                 )
             with RunLock(_lock_of(settings, recorded.from_generation), purpose="upgrade apply"):
-                return apply_plan(
-                    store, recorded, sink_format=settings.sink.format, after_step=after_step
-                )
+                return apply_plan(store, recorded, sink=settings.sink, after_step=after_step)
         with RunLock(_lock_of(settings, live.generation), purpose="upgrade apply"):
             outcome = make_plan(
                 settings,
@@ -257,10 +256,8 @@ def apply_command(
             )
             if isinstance(outcome, Advice):
                 return "Nothing to apply. " + " ".join(outcome.sentences())
-            rendered = render_plan(outcome)
-            applied = apply_plan(
-                store, outcome, sink_format=settings.sink.format, after_step=after_step
-            )
+            rendered = render_plan(outcome) + _table_name(settings)
+            applied = apply_plan(store, outcome, sink=settings.sink, after_step=after_step)
             return f"{rendered}\n\n{applied}"
 
 
@@ -305,7 +302,14 @@ def _apply_reviewed(
                 + "; ".join(moved)
                 + ". Make a new plan with `upgrade plan --out`"
             )
-        return apply_plan(store, plan, sink_format=settings.sink.format, after_step=after_step)
+        return apply_plan(store, plan, sink=settings.sink, after_step=after_step)
+
+
+def _table_name(settings: Settings) -> str:
+    """The catalog name readers find the table by, when the settings give one: the plan
+    itself names the location only."""
+    name = settings.sink.table_name
+    return f"\nThe table is registered as {name} (sink.table_name)." if name else ""
 
 
 def _refuse_other_pipeline(settings: Settings, plan: UpgradePlan, plan_file: Path) -> None:
@@ -353,7 +357,7 @@ def rollback_command(settings: Settings, *, spark: Session | None = None) -> str
             )
         plan = UpgradePlan.from_json(live.plan)
         with RunLock(_lock_of(settings, live.generation), purpose="upgrade rollback"):
-            return roll_back(store, live, plan, sink_format=settings.sink.format)
+            return roll_back(store, live, plan, sink=settings.sink)
 
 
 def _lock_of(settings: Settings, generation: int) -> str:

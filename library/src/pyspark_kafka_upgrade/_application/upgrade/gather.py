@@ -79,7 +79,8 @@ def gather(
     checkpoint = checkpoint_facts(state)
     # Only the sink's log: the plan rests on which batches the sink committed, not on their
     # files. A log this user may not read is one line naming the generation (IntegrityError).
-    sink = open_sink(settings.sink.format, root)
+    sink = open_sink(settings.sink, root)
+    signature = derive_signature(settings, layout)
     sink_last_batch = sink.last_committed_batch(old.generation)
     ledger = ledger_facts(store.batches(old.pipeline, old.generation))
     stored = load_initial_offsets(layout.initial_offsets)
@@ -96,7 +97,7 @@ def gather(
         old_plan=None if old.plan is None else UpgradePlan.from_json(old.plan),
         next_generation=number,
         next_sink_location=sink.location(number),
-        signature=derive_signature(settings, layout),
+        signature=signature,
         checkpoint=checkpoint,
         sink_last_batch=sink_last_batch,
         ledger=ledger,

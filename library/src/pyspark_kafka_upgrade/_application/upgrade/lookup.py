@@ -18,6 +18,7 @@ from pyspark_kafka_upgrade._adapters.storage.run_lock import RunLock
 from pyspark_kafka_upgrade._application.generation.generations import committed_generations
 from pyspark_kafka_upgrade._core.formats.format_errors import NotACheckpointError
 from pyspark_kafka_upgrade._core.settings import Settings
+from pyspark_kafka_upgrade._core.settings.sections import SinkSettings
 from pyspark_kafka_upgrade._domain.records.ledger import GenerationRecord, GenerationStatus
 from pyspark_kafka_upgrade._domain.records.record_errors import (
     NoLedgerError,
@@ -25,7 +26,6 @@ from pyspark_kafka_upgrade._domain.records.record_errors import (
     UpgradeError,
 )
 from pyspark_kafka_upgrade._domain.records.store import OffsetStore
-from pyspark_kafka_upgrade._domain.values.catalog import SinkFormat
 from pyspark_kafka_upgrade._domain.values.layout import GenerationLayout
 
 if TYPE_CHECKING:
@@ -105,10 +105,10 @@ def refuse_if_running(settings: Settings, old: GenerationRecord, purpose: str) -
         pass
 
 
-def check_fresh(layout: GenerationLayout, sink_format: SinkFormat) -> None:
+def check_fresh(layout: GenerationLayout, sink: SinkSettings) -> None:
     """A new generation must not have committed anything, in either query or either sink
-    (written as ``sink_format``)."""
-    written = committed_directories(layout, sink_format)
+    (the settings' ``[sink]``)."""
+    written = committed_directories(layout, sink)
     if written:
         raise UpgradeError(
             f"generation {layout.generation} already committed output ({', '.join(written)}); "
@@ -116,9 +116,9 @@ def check_fresh(layout: GenerationLayout, sink_format: SinkFormat) -> None:
         )
 
 
-def committed_directories(layout: GenerationLayout, sink_format: SinkFormat) -> list[str]:
+def committed_directories(layout: GenerationLayout, sink: SinkSettings) -> list[str]:
     """The checkpoints of ``layout`` and the locations of its sinks (the output's and the
-    quarantine's, written as ``sink_format``) that hold a committed batch."""
+    quarantine's, as the settings' ``[sink]`` put them) that hold a committed batch."""
     found = []
     for checkpoint in (layout.checkpoint, layout.quarantine_checkpoint):
         try:
@@ -127,7 +127,7 @@ def committed_directories(layout: GenerationLayout, sink_format: SinkFormat) -> 
         except NotACheckpointError:
             pass
     for quarantine in (False, True):
-        sink = open_sink(sink_format, layout.root, quarantine=quarantine)
-        if sink.last_committed_batch(layout.generation) is not None:
-            found.append(sink.location(layout.generation))
+        opened = open_sink(sink, layout.root, quarantine=quarantine)
+        if opened.last_committed_batch(layout.generation) is not None:
+            found.append(opened.location(layout.generation))
     return found

@@ -26,7 +26,7 @@ from pyspark_kafka_upgrade._domain.records.advice import Advice
 from pyspark_kafka_upgrade._domain.records.facts import UpgradeFacts
 from pyspark_kafka_upgrade._domain.records.history import EARLIEST, FlatOffsets
 from pyspark_kafka_upgrade._domain.records.plan import PartitionRestart, ReplayScan, UpgradePlan
-from pyspark_kafka_upgrade._domain.records.record_errors import UpgradeError
+from pyspark_kafka_upgrade._domain.records.record_errors import TableMovedError, UpgradeError
 from pyspark_kafka_upgrade._domain.records.replay_filter import ReplayFilter
 from pyspark_kafka_upgrade._domain.records.restart import PartitionPlan, RestartKind, RestartPlan
 from pyspark_kafka_upgrade._domain.records.scans import PartitionScan, ScanRange, WaitingScan
@@ -35,6 +35,7 @@ from pyspark_kafka_upgrade._domain.records.signature import (
     SignatureError,
     max_watermark_delay_ms,
 )
+from pyspark_kafka_upgrade._domain.values.catalog import SINKS
 from pyspark_kafka_upgrade._domain.values.offsets import PartitionKey
 from pyspark_kafka_upgrade._domain.values.validation import WindowSpec
 
@@ -76,6 +77,7 @@ def advise_upgrade(facts: UpgradeFacts) -> Advice:
 
 def batch_level(facts: UpgradeFacts, *, accept_data_loss: bool) -> BatchLevel:
     """Where each partition restarts by the ledger's and checkpoint's facts alone."""
+    refuse_moved_table(facts)
     _refuse_sink_ahead(facts)
     old_window = _old_window(facts)
     carried = None if facts.old_plan is None else facts.old_plan.replay_filter
@@ -313,3 +315,28 @@ def _refuse_sink_ahead(facts: UpgradeFacts) -> None:
             f"mid-commit. Run generation {generation} once more (with the old settings, "
             "e.g. `run --available-now`) so that it finishes that batch, then plan again"
         )
+
+
+def refuse_moved_table(facts: UpgradeFacts) -> None:
+    """One table holds every generation: a new generation appending elsewhere would leave the
+    old generations' windows in a table its readers no longer read, and the plan's checks
+    (the sink ahead of its checkpoint) would look at a table the old generation never wrote.
+    So the table's location (``sink.table_location``) may not change at an upgrade."""
+    old_sink = facts.old_signature.get("sink")
+    if not isinstance(old_sink, Mapping):
+        return
+    old_path, new = old_sink.get("path"), facts.signature
+    if not (_one_table(old_sink.get("format")) and _one_table(new.sink_format)):
+        return  # files to a table, or back: each generation is read on its own
+    if isinstance(old_path, str) and old_path != new.sink_path:
+        raise TableMovedError(
+            f"sink.table_location changed from {old_path} to {new.sink_path}: one table holds "
+            f"every generation, and generation {facts.old_generation} and those before it "
+            f"wrote to {old_path}. Keep sink.table_location = {old_path!r} (readers can find "
+            "the table by sink.table_name); moving the table is not an upgrade this version "
+            "makes"
+        )
+
+
+def _one_table(sink_format: object) -> bool:
+    return any(sink_format == name and kind.one_table for name, kind in SINKS.items())

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pyspark_kafka_upgrade._domain.errors import ConfigError
-from pyspark_kafka_upgrade._domain.values.catalog import Connector, SinkFormat, StoreName
+from pyspark_kafka_upgrade._domain.values.catalog import SINKS, Connector, SinkFormat, StoreName
 from pyspark_kafka_upgrade._domain.values.project import Project
 from pyspark_kafka_upgrade._domain.values.validation import (
     InvalidValueError,
@@ -22,6 +22,7 @@ from pyspark_kafka_upgrade._domain.values.validation import (
     check_identifier,
     check_kafka_topic,
     parse_metric,
+    table_name_parts,
     window_spec,
 )
 
@@ -198,6 +199,43 @@ class AggregationSettings:
 class SinkSettings:
     format: SinkFormat
     trigger_interval: str = "10 seconds"
+    # The one table of a table sink (delta): a path or URI, relative ones resolved as
+    # pipeline.root is; empty: <pipeline.root>/output/table. Every generation appends there,
+    # so it may not change across an upgrade. The quarantine's table stays under the root.
+    table_location: str = ""
+    # A catalog name (schema.table or catalog.schema.table) the run registers over
+    # table_location as an external table, for readers; the pipeline writes by location.
+    table_name: str = ""
+
+    def __post_init__(self) -> None:
+        table_settings = [name for name in ("table_location", "table_name") if getattr(self, name)]
+        if table_settings and not SINKS[self.format].one_table:
+            raise InvalidValueError(
+                f'is for a table sink, and sink.format = "{self.format}" writes a directory '
+                'per generation under pipeline.root: remove it, or set sink.format = "delta"',
+                field=table_settings[0],
+            )
+        if self.table_location and not self.table_location.strip():
+            raise InvalidValueError(
+                "must not be blank: a path or URI, or unset for <pipeline.root>/output/table",
+                field="table_location",
+            )
+        if self.table_name:
+            try:
+                table_name_parts(self.table_name)
+            except InvalidValueError as error:
+                raise InvalidValueError(str(error), field="table_name") from None
+            # A managed table (a name alone) is refused: `upgrade plan` reads the table's log
+            # without Spark, by location, and the catalog's answer needs a session.
+            if not self.table_location:
+                raise InvalidValueError(
+                    "needs sink.table_location: a name alone is a managed table, whose place "
+                    "the catalog chooses, and `upgrade plan` reads the table's log outside "
+                    "Spark by its location; set sink.table_location to the table's external "
+                    "location (Unity Catalog: a path under an external location, "
+                    "e.g. abfss://... or s3://...)",
+                    field="table_name",
+                )
 
 
 @dataclass(frozen=True, slots=True)

@@ -39,6 +39,8 @@ _EXAMPLES: dict[str, str] = {
     "aggregation.keys": '["article_id"]',
     "aggregation.metrics": '{views = "count(*)"}',
     "sink.trigger_interval": '"10 seconds"',
+    "sink.table_location": '"s3://bucket/pipelines/page-views/table"',
+    "sink.table_name": '"main.analytics.page_view_counts"',
     "ledger.location": '"data/ledger.sqlite"',
 }
 

@@ -31,6 +31,13 @@ class UpgradeError(PipelineError):
     exit_code = 3
 
 
+class TableMovedError(UpgradeError):
+    """The settings move the one table every generation appends to; the settings are at
+    fault, so the code is a usage error's."""
+
+    exit_code = 2
+
+
 class NoLedgerError(UpgradeError):
     exit_code = 2
 

@@ -46,3 +46,10 @@ class IntegrityError(SinkError):
 class DeltaLogError(SinkError):
     """A Delta table's log cannot be read: its client library is missing, or the storage
     refused; the message names the table."""
+
+
+class TableNameError(SinkError):
+    """The table's catalog name (``sink.table_name``) cannot be registered over its location:
+    the name stands for another location, or the catalog refused; the message says which."""
+
+    exit_code = 2

@@ -7,7 +7,9 @@
       output/generation-<n>/                   windowed aggregates (+ _spark_metadata)
       quarantine/generation-<n>/               malformed records (+ _spark_metadata)
       output/table/, quarantine/table/         the same in one Delta table for every
-                                               generation (sink.format = "delta")
+                                               generation (sink.format = "delta"); the
+                                               output's may be elsewhere
+                                               (sink.table_location)
 
 Every generation gets directories of its own: a new checkpoint writing into an older
 generation's sink directory would be skipped silently by that directory's
@@ -104,5 +106,6 @@ TABLE_DIRECTORY = "table"
 
 
 def table_location(root: str, *, quarantine: bool = False) -> str:
-    """The one table every generation appends to, when the sink is a table (Delta)."""
+    """The one table every generation appends to, when the sink is a table (Delta) and the
+    settings put it nowhere else (``sink.table_location``); the quarantine's always."""
     return _join(quarantine_root(root) if quarantine else output_root(root), TABLE_DIRECTORY)

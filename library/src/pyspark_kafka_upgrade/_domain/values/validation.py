@@ -224,3 +224,29 @@ def parse_metric(name: str, definition: str) -> MetricSpec:
     if column == "*" and function != "count":
         raise InvalidMetricError(f"metric {name} = {definition!r}: only count takes *")
     return MetricSpec(name=name, function=function, column=column)
+
+
+# A part of a table name: a plain identifier, or any text but a backquote between backquotes
+# (Unity Catalog's names may hold hyphens, e.g. `my-catalog`).
+_NAME_PART = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|`[^`]+`", re.ASCII)
+
+
+def table_name_parts(text: str) -> tuple[str, ...]:
+    """The parts of a catalog table name, ``schema.table`` or ``catalog.schema.table``, as
+    written (backquotes kept); InvalidValueError when it is not one."""
+    parts: list[str] = []
+    position, whole = 0, False
+    while (match := _NAME_PART.match(text, position)) is not None:
+        parts.append(match.group())
+        position = match.end()
+        whole = position == len(text)
+        if whole or text[position] != ".":
+            break
+        position += 1
+    if not whole or not 2 <= len(parts) <= 3:
+        raise InvalidValueError(
+            f"{text!r} is not a table name: give schema.table or catalog.schema.table, each "
+            "part ASCII letters, digits and underscores not starting with a digit, or any "
+            "text but a backquote between backquotes (e.g. main.analytics.page_view_counts)"
+        )
+    return tuple(parts)
