@@ -47,6 +47,9 @@ from pyspark_kafka_upgrade import Project, testing
 from pyspark_kafka_upgrade._adapters.ledger.opening import (
     open_store,
 )
+from pyspark_kafka_upgrade._adapters.sink.writer import (
+    triggered,
+)
 from pyspark_kafka_upgrade._application.run.queries import (
     AGGREGATES_QUERY,
 )
@@ -446,9 +449,7 @@ def delta_streaming_sink(
         .option("checkpointLocation", checkpoint)
         .option("mergeSchema", "true")  # version 2's added metric
     )
-    if trigger.available_now:
-        return writer.trigger(availableNow=True).start(table)
-    return writer.trigger(processingTime=trigger.interval or "0 seconds").start(table)
+    return triggered(writer, trigger).start(table)
 
 
 def old_end_offset(partition: PartitionRestart) -> int | None:
@@ -537,14 +538,11 @@ def rewrite_restart(
         record = store.generation(settings.pipeline.name, 2)
         assert record is not None and record.plan is not None
         plan = UpgradePlan.from_json(record.plan)
-        naive = dataclasses.replace(
-            plan,
-            partitions=tuple(
-                dataclasses.replace(partition, restart_offset=offset)
-                for partition in plan.partitions
-                for offset in [restart_at if isinstance(restart_at, int) else restart_at(partition)]
-            ),
-        )
+        partitions = []
+        for partition in plan.partitions:
+            offset = restart_at if isinstance(restart_at, int) else restart_at(partition)
+            partitions.append(dataclasses.replace(partition, restart_offset=offset))
+        naive = dataclasses.replace(plan, partitions=tuple(partitions))
         store.record_generation(dataclasses.replace(record, plan=naive.to_json()))
 
 
