@@ -250,9 +250,10 @@ def _utc(frame: DataFrame) -> DataFrame:
 
 
 def _generation_line(summary: GenerationSummary) -> str:
-    if summary.last_batch_id is None:
-        return "nothing committed yet"
     rows = "1 row" if summary.rows == 1 else f"{summary.rows} rows"
+    if summary.last_batch_id is None:
+        # Rows in a table without a batch of the pipeline's: another writer appended them.
+        return f"{rows} (no batch of the pipeline's)" if summary.rows else "nothing committed yet"
     return f"{rows} (last batch {summary.last_batch_id})"
 
 

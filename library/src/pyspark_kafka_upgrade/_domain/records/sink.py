@@ -64,8 +64,11 @@ class GenerationOutput:
     @property
     def has_output(self) -> bool:
         # A committed batch with no rows still writes a file with the schema (measured), so
-        # a log without live files has nothing Spark could even infer a schema from.
-        return self.last_batch_id is not None and bool(self.files)
+        # a log without live files has nothing Spark could even infer a schema from. Files
+        # the log names are committed whoever wrote them: a table's log also names files
+        # another writer appended under a generation with no batch of the pipeline's (Delta's
+        # own streaming sink, a backfill), rows every reader of the table sees.
+        return bool(self.files)
 
 
 def require_committed(outputs: Sequence[GenerationOutput]) -> list[GenerationOutput]:
