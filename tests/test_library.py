@@ -47,8 +47,17 @@ MOVED_TO_THE_TABLE = (
     "tests/integration/test_proof_upgrade_kills.py::"
     "test_the_new_generation_killed_around_its_first_commit_finishes_exactly[after]",
 )
-# On both sinks: one test, whose late events a table could treat otherwise than files.
-ON_BOTH = ("tests/integration/test_proof_late_events.py",)
+# On both sinks: the late events, which a table could treat otherwise than files, and the
+# naive restart, which on the table runs Delta's own streaming sink (its counterpart from
+# earliest, which shows Delta's transactions keyed by the query id, is the table's alone).
+NEGATIVE = "tests/integration/test_proof_negative_controls.py"
+ON_BOTH = (
+    "tests/integration/test_proof_late_events.py",
+    f"{NEGATIVE}::test_a_naive_restart_from_the_last_end_offsets_loses_the_windows_open_at_the_stop",
+)
+TABLE_ONLY = (
+    f"{NEGATIVE}::test_a_restart_from_earliest_on_delta_streaming_sink_writes_every_window_again",
+)
 PARITY = (
     "tests/integration/test_builtin_connector.py::test_both_connectors_read_identical_dataframes"
 )
@@ -85,7 +94,7 @@ def test_the_library_passes_its_integration_suite(kafka_image: str) -> None:
     # kafka_image: tests/integration/test_container_backend.py starts containers of it.
     # In this environment, which holds the library's tools at its pins and the library
     # itself, editable: one virtualenv with pyspark fewer to build.
-    moved = " ".join(f"--deselect={test}" for test in MOVED_TO_THE_TABLE)
+    moved = " ".join(f"--deselect={test}" for test in (*MOVED_TO_THE_TABLE, *TABLE_ONLY))
     env = {**ENV, "PYTEST_ADDOPTS": f"{REPORT} --ignore={BESIDE} --ignore={DELTA} {moved}"}
     result = run_tool(
         ["make", "integration", f"VENV={sys.prefix}"], cwd=LIBRARY, env=env, timeout=3000
@@ -126,13 +135,17 @@ def test_the_librarys_proofs_hold_on_the_delta_table() -> None:
             DELTA,
             *MOVED_TO_THE_TABLE,
             *ON_BOTH,
+            *TABLE_ONLY,
         ],
         cwd=LIBRARY,
         env={**ENV, "SINK_FORMAT": "delta"},
         timeout=1500,
     )
     check_suite_run(
-        "[library, delta]", result.stdout, CONNECTOR, (*DELTA_PROOFS, *MOVED_TO_THE_TABLE, *ON_BOTH)
+        "[library, delta]",
+        result.stdout,
+        CONNECTOR,
+        (*DELTA_PROOFS, *MOVED_TO_THE_TABLE, *ON_BOTH, *TABLE_ONLY),
     )
 
 
@@ -159,7 +172,7 @@ def test_the_librarys_proofs_hold_on_the_oldest_spark_on_a_kafka_container(
     # has a 30-minute budget; `make soak` runs twenty per connector.
     # On the Kafka container: the upgrade's proof and its kill trials on Testcontainers.
     result = run_tool(
-        [pytest, *OLDEST_PROOFS],
+        [pytest, *OLDEST_PROOFS, *(f"--deselect={test}" for test in TABLE_ONLY)],
         cwd=LIBRARY,
         env={**ENV, "SOAK_TRIALS": "1", "KAFKA_BACKEND": "testcontainers"},
         timeout=3000,
