@@ -1,4 +1,6 @@
-"""An upgrade onto a new checkpoint loses nothing and writes nothing twice."""
+"""An upgrade onto a new checkpoint loses nothing and writes nothing twice.
+
+`upgrade apply` killed after each of its steps: test_proof_upgrade_kills.py, with kill -9."""
 
 from __future__ import annotations
 
@@ -26,19 +28,14 @@ from pyspark_kafka_upgrade._application.run.run_command import (
     run_pipeline,
 )
 from pyspark_kafka_upgrade._application.upgrade.commands import (
-    APPLY_STEPS,
     apply_command,
     plan_command,
-    rollback_command,
 )
 from pyspark_kafka_upgrade._core.settings import (
     Settings,
 )
 from pyspark_kafka_upgrade._domain.records.ledger import (
     GenerationStatus,
-)
-from pyspark_kafka_upgrade._domain.records.record_errors import (
-    PlanAlreadyAppliedError,
 )
 from pyspark_kafka_upgrade._domain.values.layout import (
     GenerationLayout,
@@ -53,10 +50,6 @@ WINDOW_MS = 10 * MINUTE_MS
 DELAY_MS = 5 * MINUTE_MS
 ARTICLES = ["a1", "a2"]
 VERSION_2 = 'aggregation.metrics={"views": "count(*)", "users": "approx_count_distinct(user_id)"}'
-
-
-class Crash(BaseException):
-    """Stands for the process being killed: no `except Exception` stops it."""
 
 
 def run(settings: Settings, spark: SparkSession) -> None:
@@ -263,53 +256,6 @@ def test_a_second_upgrade_writes_nothing_the_first_generation_wrote(
         if start + WINDOW_MS <= last.batch_watermark_ms:
             expected[(start, ARTICLES[i % 2])] += 1
     assert written[0] + written[1] + written[2] == expected
-
-
-@pytest.mark.parametrize("crash_after", APPLY_STEPS)
-def test_apply_killed_after_any_step_finishes_when_run_again(
-    spark: SparkSession,
-    kafka_backend: testing.KafkaBackend,
-    generation_1: tuple[Settings, list[int]],
-    tmp_path: Path,
-    crash_after: str,
-) -> None:
-    settings, _ = generation_1
-    version_2 = pipelines.pipeline_settings(
-        tmp_path, kafka_backend.bootstrap_servers, settings.kafka.topics[0], VERSION_2
-    )
-
-    def crash(step: str) -> None:
-        if step == crash_after:
-            raise Crash(step)
-
-    with pytest.raises(Crash):
-        apply_command(
-            version_2, accept_data_loss=False, scan=False, spark=lambda: spark, after_step=crash
-        )
-    if crash_after == APPLY_STEPS[-1]:
-        with pytest.raises(PlanAlreadyAppliedError):
-            apply_command(version_2, accept_data_loss=False, scan=False, spark=lambda: spark)
-    else:
-        apply_command(version_2, accept_data_loss=False, scan=False, spark=lambda: spark)
-
-    with open_store(settings.ledger, spark=lambda: spark) as store:
-        generations = store.generations(settings.pipeline.name)
-    assert [(g.generation, g.status) for g in generations] == [
-        (1, GenerationStatus.RETIRED),
-        (2, GenerationStatus.PLANNED),
-    ]
-    plan = generations[1].plan
-    assert plan is not None and plan["applied_at_ms"] is not None
-    assert not Path(GenerationLayout(settings.pipeline.root, 2).checkpoint).exists()
-
-    # Nothing ran yet, so the upgrade can be undone; generation 1 is current again.
-    rollback_command(version_2, spark=lambda: spark)
-    with open_store(settings.ledger, spark=lambda: spark) as store:
-        generations = store.generations(settings.pipeline.name)
-    assert [(g.generation, g.status) for g in generations] == [
-        (1, GenerationStatus.RUNNING),
-        (2, GenerationStatus.RETIRED),
-    ]
 
 
 def test_a_new_window_counts_each_event_once_across_generations(

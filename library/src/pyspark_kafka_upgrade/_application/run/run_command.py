@@ -103,11 +103,11 @@ def run_pipeline(request: RunRequest, spark: SparkSession | None = None) -> RunS
         return _run_on(request, spark)
     if request.master is not None:
         check_storage_reaches(settings, request.master)  # before Spark reaches the cluster
+    # Before Spark: a login Kafka refuses would otherwise retry inside the query for minutes.
+    check_kafka_access(settings.kafka)
     # Before Spark too: a version the checkpoint cannot carry is refused in a second, where
     # a session (on a cluster, an application) would take ten or more to start.
     _refuse_before_spark(settings)
-    # Before Spark: a login Kafka refuses would otherwise retry inside the query for minutes.
-    check_kafka_access(settings.kafka)
     # The session this run starts, it also stops: stopping drains Spark's listener bus
     # while this process can still answer it, so no progress event is cut off.
     session = build_spark_session(
