@@ -54,10 +54,10 @@ MOVED_TO_THE_TABLE = (
     f"{NEGATIVE}::test_a_naive_restart_from_the_last_end_offsets_loses_the_windows_open_at_the_stop",
 )
 MOVED_TO_THE_OLDEST = (f"{TRIAL}[trial1-seed20261126]",)
-# On both sinks: the late events, which a table could treat otherwise than files.
-ON_BOTH = ("tests/integration/test_proof_late_events.py",)
-# The table's alone: the restart from earliest on Delta's own streaming sink, which writes
-# every window again (Delta's transactions are keyed by the query id).
+# Left to `SINK_FORMAT=delta make integration` (it skips on files): the restart from
+# earliest on Delta's own streaming sink, which writes every window again (its transactions
+# are keyed by the query id). In CI, the replay without the filter writes windows twice in
+# the table (test_delta_sink.py) and the naive restart above loses them there.
 TABLE_ONLY = (
     f"{NEGATIVE}::test_a_restart_from_earliest_on_delta_streaming_sink_writes_every_window_again",
 )
@@ -136,8 +136,6 @@ def test_the_librarys_proofs_hold_on_the_delta_table() -> None:
             "integration",
             DELTA,
             *MOVED_TO_THE_TABLE,
-            *ON_BOTH,
-            *TABLE_ONLY,
         ],
         cwd=LIBRARY,
         env={**ENV, "SINK_FORMAT": "delta"},
@@ -147,7 +145,7 @@ def test_the_librarys_proofs_hold_on_the_delta_table() -> None:
         "[library, delta]",
         result.stdout,
         CONNECTOR,
-        (*DELTA_PROOFS, *MOVED_TO_THE_TABLE, *ON_BOTH, *TABLE_ONLY),
+        (*DELTA_PROOFS, *MOVED_TO_THE_TABLE),
     )
 
 

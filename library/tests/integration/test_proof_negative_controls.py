@@ -27,7 +27,7 @@ import dataclasses
 import itertools
 import json
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -192,6 +192,26 @@ class NaiveRestart:
     verified: VerifyReport | None  # `verify`, where the ledger knows both versions
 
 
+def both_versions(
+    spark: SparkSession,
+    events: Sequence[oracle.Event],
+    written_through_ms: int,
+    first: str,
+    naive: str,
+) -> oracle.Comparison:
+    """Generation 1's rows at ``first`` and the naive version 2's at ``naive`` against the
+    oracle's counts of ``events``, for every window the naive version 2 could have written."""
+    return oracle.Comparison(
+        oracle.expected_counts(events, GRID, written_through_ms=written_through_ms),
+        {
+            "generation 1": oracle.written_rows(spark, first),
+            "naive version 2": oracle.written_rows(spark, naive),
+        },
+        events,
+        GRID,
+    )
+
+
 def test_a_naive_restart_from_the_last_end_offsets_loses_the_windows_open_at_the_stop(
     spark: SparkSession, stopped: Stopped, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -249,16 +269,9 @@ def naive_restart_into_a_new_output(
     run(naive, spark)
     naive_layout = GenerationLayout(naive.pipeline.root, 1)
     written_through = oracle.final_watermark_ms(naive_layout.checkpoint)
-    events = stopped.log.events
     return NaiveRestart(
-        comparison=oracle.Comparison(
-            oracle.expected_counts(events, GRID, written_through_ms=written_through),
-            {
-                "generation 1": oracle.written_rows(spark, stopped.output),
-                "naive version 2": oracle.written_rows(spark, naive_layout.output),
-            },
-            events,
-            GRID,
+        comparison=both_versions(
+            spark, stopped.log.events, written_through, stopped.output, naive_layout.output
         ),
         watermark_ms=stopped.watermark_ms,
         end_offsets=stopped.end_offsets,
@@ -423,6 +436,7 @@ def delta_streaming_sink(
     *,
     query_name: str,
     table: str,
+    name: str,
     checkpoint: str,
     generation: int,
     trigger: Trigger,
@@ -436,6 +450,7 @@ def delta_streaming_sink(
             frame,
             query_name=query_name,
             table=table,
+            name=name,
             checkpoint=checkpoint,
             generation=generation,
             trigger=trigger,
@@ -507,18 +522,11 @@ def naive_restart_into_one_table(
         assert table.transaction_version(f"pyspark-kafka-upgrade/generation-{generation}") is None
     assert query_ids[0] != query_ids[1], "the new checkpoint kept the old query id"
 
-    events = stopped.log.events
     written_through = oracle.final_watermark_ms(second.checkpoint)
     last_of_first = oracle.committed_batches(first.checkpoint)[-1]
     return NaiveRestart(
-        comparison=oracle.Comparison(
-            oracle.expected_counts(events, GRID, written_through_ms=written_through),
-            {
-                "generation 1": oracle.written_rows(spark, first.output),
-                "naive version 2": oracle.written_rows(spark, second.output),
-            },
-            events,
-            GRID,
+        comparison=both_versions(
+            spark, stopped.log.events, written_through, first.output, second.output
         ),
         watermark_ms=oracle.final_watermark_ms(first.checkpoint),
         end_offsets=oracle.end_offsets(first.checkpoint, last_of_first),
