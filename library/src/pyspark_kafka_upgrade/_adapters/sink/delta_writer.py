@@ -53,7 +53,7 @@ def start_delta_sink(
 ) -> StreamingQuery:
     """Start appending ``frame`` to the table at ``table``; ``name``: the catalog name to
     register over it (``delta_catalog``), "" for none."""
-    if any(name.lower() == GENERATION for name in frame.columns):
+    if any(column.lower() == GENERATION for column in frame.columns):
         raise IncompatibleGenerationsError(
             f"the output already has a column named {GENERATION!r}, the column of the Delta "
             f"table {table} that says which generation wrote a row; rename it in the "
