@@ -20,6 +20,7 @@ from pyspark_kafka_upgrade._adapters.checkpoint.reader import checkpoint_facts, 
 from pyspark_kafka_upgrade._adapters.kafka.connector import open_metadata, read_kafka_range
 from pyspark_kafka_upgrade._adapters.kafka.initial_offsets import load_initial_offsets
 from pyspark_kafka_upgrade._adapters.ledger.opening import ledger_exists, open_store
+from pyspark_kafka_upgrade._adapters.sink.backfill_files import committed_backfills
 from pyspark_kafka_upgrade._adapters.sink.opening import open_sink
 from pyspark_kafka_upgrade._adapters.sink.reading import read_around_damage
 from pyspark_kafka_upgrade._adapters.spark.progress_bar import job_progress
@@ -39,6 +40,7 @@ from pyspark_kafka_upgrade._core.reconciliation.scope import (
 from pyspark_kafka_upgrade._core.reconciliation.verify_words import clock, render_report
 from pyspark_kafka_upgrade._core.settings import Settings
 from pyspark_kafka_upgrade._domain.errors import PipelineError
+from pyspark_kafka_upgrade._domain.records.backfill import BackfillCommit
 from pyspark_kafka_upgrade._domain.records.damage import DamagedFile
 from pyspark_kafka_upgrade._domain.records.history import CheckpointBatch, ledger_facts
 from pyspark_kafka_upgrade._domain.records.ledger import GenerationRecord
@@ -53,6 +55,7 @@ from pyspark_kafka_upgrade._domain.records.verification import (
     VerifyFacts,
     VerifyReport,
 )
+from pyspark_kafka_upgrade._domain.values.catalog import SINKS
 from pyspark_kafka_upgrade._domain.values.layout import GenerationLayout
 from pyspark_kafka_upgrade._domain.values.offsets import PartitionKey, flatten
 from pyspark_kafka_upgrade._domain.values.outcome import Outcome
@@ -117,7 +120,10 @@ def verify_pipeline(
     sessions = spark if callable(spark) else (lambda: spark)
     facts = gather(settings, sessions)
     session = sessions()
-    sink = open_sink(settings.sink, absolute_uri(settings.pipeline.root))
+    root = absolute_uri(settings.pipeline.root)
+    sink = open_sink(settings.sink, root)
+    # The windows backfills own, judged by their query (a table sink has none yet).
+    backfills = [] if SINKS[settings.sink.format].one_table else committed_backfills(root)
     rules = Parsing(
         events=settings.project.events,
         time_source=settings.events.time_source,
@@ -137,6 +143,7 @@ def verify_pipeline(
             rules=rules,
             progress=progress,
             damaged=[file for output in outputs for file in output.damaged],
+            backfills=backfills,
         )
 
     return read_around_damage(sink, sink.outputs(), attempt, failed_file=failed_file)
@@ -152,6 +159,7 @@ def verify_facts(
     rules: Parsing,
     progress: bool = False,
     damaged: Sequence[DamagedFile] = (),
+    backfills: Sequence[BackfillCommit] = (),
 ) -> VerifyReport:
     """Decide and compute, once the world is read: ``facts`` (ledger, checkpoints, brokers),
     ``written`` (every generation's committed output) and ``read_back`` (the records of a
@@ -185,6 +193,7 @@ def verify_facts(
             to_ms=scope.to_ms,
             hidden_event_times=plan.hidden_event_times,
             only=wanted,
+            backfills=backfills,
         )
     return VerifyReport(
         pipeline=facts.pipeline,

@@ -11,6 +11,7 @@ from pyspark_kafka_upgrade.cli._usage import UsageError
 
 if TYPE_CHECKING:
     from pyspark_kafka_upgrade._core.settings import LoadedSettings
+    from pyspark_kafka_upgrade._domain.values.outcome import Outcome
 
 
 def check_apply(args: argparse.Namespace) -> None:
@@ -57,3 +58,19 @@ def rollback(args: argparse.Namespace, loaded: LoadedSettings) -> str:
     from pyspark_kafka_upgrade._application.upgrade import commands
 
     return commands.rollback_command(loaded.settings)
+
+
+def check_backfill(args: argparse.Namespace) -> None:
+    if args.from_time is not None and args.to_time is not None and args.from_time >= args.to_time:
+        raise UsageError("upgrade backfill: --from must be before --to: the range holds no window")
+
+
+def backfill(args: argparse.Namespace, loaded: LoadedSettings) -> Outcome:
+    from pyspark_kafka_upgrade._application import backfill as use_case
+
+    request = use_case.BackfillRequest(
+        from_ms=args.from_time, to_ms=args.to_time, plan_only=args.plan_only
+    )
+    return use_case.backfill_command(
+        loaded.settings, request, as_json=args.json, master=args.master
+    )

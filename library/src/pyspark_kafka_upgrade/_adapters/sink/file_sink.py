@@ -157,7 +157,30 @@ class FileSink(Sink):
         readable = require_committed(outputs)
         from pyspark_kafka_upgrade._adapters.sink.union import union_generations
 
-        return union_generations(readable, [self._load(spark, output) for output in readable])
+        unioned = union_generations(readable, [self._load(spark, output) for output in readable])
+        if self._quarantine or self._located:
+            return unioned
+        return self._with_backfills(spark, unioned, [output.generation for output in readable])
+
+    def _with_backfills(
+        self, spark: SparkSession, unioned: DataFrame, generations: Sequence[int]
+    ) -> DataFrame:
+        """The rows as readers see them: the windows a backfill owns from its files."""
+        from pyspark_kafka_upgrade._adapters.sink.backfill_files import (
+            committed_backfills,
+            read_backfills,
+            superseded,
+        )
+
+        commits = committed_backfills(self._root)
+        if not commits:
+            return unioned
+        rows = superseded(unioned, commits)
+        order = list(unioned.columns)
+        for _, backfilled in read_backfills(spark, self._root, commits, self._format, generations):
+            rows = rows.unionByName(backfilled, allowMissingColumns=True)
+            order += [name for name in backfilled.columns if name not in order]
+        return rows.select(*order)
 
     def damage_in(
         self, failure: FileReadFailure | None, outputs: Sequence[GenerationOutput]

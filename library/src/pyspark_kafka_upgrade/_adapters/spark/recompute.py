@@ -44,13 +44,14 @@ from pyspark_kafka_upgrade._core.query.columns import (
 )
 from pyspark_kafka_upgrade._core.query.recipe import Parsing
 from pyspark_kafka_upgrade._core.reconciliation.scope import GenerationScope
+from pyspark_kafka_upgrade._domain.records.backfill import BackfillCommit
 from pyspark_kafka_upgrade._domain.records.verification import (
     EventRef,
     PairState,
     Status,
     WindowFinding,
 )
-from pyspark_kafka_upgrade._domain.values.validation import MetricSpec
+from pyspark_kafka_upgrade._domain.values.validation import MetricSpec, parse_metric
 
 _WRITES, _WRITERS, _STATUS = "_writes", "_writers", "_status"
 _COUNTED, _LATE, _LOST, _UNKNOWN = "_n_counted", "_n_late", "_n_lost", "_n_unknown"
@@ -82,11 +83,15 @@ def reconcile(
     to_ms: int | None,
     hidden_event_times: Sequence[tuple[int, int]] = (),
     only: Sequence[int] | None = None,
+    backfills: Sequence[BackfillCommit] = (),
     max_findings: int = 200,
     events_per_finding: int = 20,
 ) -> Reconciliation:
     """Reconcile ``written`` (the output, read back through ``Sink.read``) with ``raw`` (the
-    records read back), window by window, for windows in [from_ms, to_ms)."""
+    records read back), window by window, for windows in [from_ms, to_ms).
+
+    A window a backfill owns (``backfills``, oldest first; the latest that covers it) must
+    hold the backfill's metrics over the events its owner counted or never read."""
     inputs = Observation("verify_inputs")
     parsed = parsing.parse_by(raw, parsing_rules).observe(
         inputs,
@@ -95,12 +100,15 @@ def reconcile(
     )
     keys = list(dict.fromkeys(key for scope in scopes for key in scope.keys))
     pairs = owned_pairs(spark, parsing.valid_events(parsed), scopes, keys, from_ms, to_ms)
-    expected = _expected(pairs, scopes, keys)
-    found = _written(written, scopes, keys, from_ms, to_ms)
+    expected = _expected(pairs, scopes, keys, backfills)
+    names = _metric_names(scopes, backfills)
+    found = written_windows(written, scopes, keys, from_ms, to_ms, names=names)
     # Not cached: an Observation inside a cached plan reports nothing. Only a run with
     # findings reads the source a second time.
     floating = frozenset(field.name for field in parsing_rules.events if field.type == "double")
-    classified = _classify(expected, found, scopes, keys, hidden_event_times, floating)
+    classified = _classify(
+        expected, found, scopes, keys, hidden_event_times, floating, backfills, names
+    )
     if only is not None:
         # The windows these generations own, or wrote: a duplicate by another one shows.
         chosen = F.array(*(F.lit(g) for g in only))
@@ -154,7 +162,10 @@ def reconcile(
 
 
 def _expected(
-    pairs: DataFrame, scopes: Sequence[GenerationScope], keys: Sequence[str]
+    pairs: DataFrame,
+    scopes: Sequence[GenerationScope],
+    keys: Sequence[str],
+    backfills: Sequence[BackfillCommit] = (),
 ) -> DataFrame:
     """Per owner, window and key: what its owner must have written, and its pairs' states."""
     state = F.col(STATE)
@@ -169,12 +180,30 @@ def _expected(
     for scope in scopes:
         mine = F.col(OWNER) == scope.generation
         for metric in scope.metrics:
-            aggregates.append(_metric(metric, mine & counted).alias(_exact(scope, metric)))
-            aggregates.append(_metric(metric, mine & maybe).alias(_maybe(scope, metric)))
+            aggregates.append(metric_over(metric, mine & counted).alias(_exact(scope, metric)))
+            aggregates.append(metric_over(metric, mine & maybe).alias(_maybe(scope, metric)))
+    # A backfill counts what its owner never read too: the value the stream should have had.
+    lost = state == PairState.SKIPPED.value
+    for backfill in backfills:
+        for metric in backfill_metrics(backfill):
+            aggregates.append(metric_over(metric, counted | lost).alias(_b_exact(backfill, metric)))
+            aggregates.append(metric_over(metric, maybe | lost).alias(_b_maybe(backfill, metric)))
     return pairs.groupBy(OWNER, START, END, *keys).agg(*aggregates)
 
 
-def _metric(metric: MetricSpec, include: Column) -> Column:
+def backfill_metrics(backfill: BackfillCommit) -> tuple[MetricSpec, ...]:
+    return tuple(parse_metric(a.name, a.expression) for a in backfill.aggregates)
+
+
+def _b_exact(backfill: BackfillCommit, metric: MetricSpec) -> str:
+    return f"_be{backfill.backfill}_{metric.name}"
+
+
+def _b_maybe(backfill: BackfillCommit, metric: MetricSpec) -> str:
+    return f"_bu{backfill.backfill}_{metric.name}"
+
+
+def metric_over(metric: MetricSpec, include: Column) -> Column:
     argument = F.lit(1) if metric.column == "*" else F.col(metric.column)
     return metric_function(metric.function)(F.when(include, argument))
 
@@ -187,25 +216,32 @@ def _maybe(scope: GenerationScope, metric: MetricSpec) -> str:
     return f"_u{scope.generation}_{metric.name}"
 
 
-def _written_name(name: str) -> str:
+def written_name(name: str) -> str:
     return f"_w_{name}"
 
 
 # -- The written side, and the comparison ---------------------------------------------------
 
 
-def _metric_names(scopes: Sequence[GenerationScope]) -> list[str]:
-    return list(dict.fromkeys(m.name for scope in scopes for m in scope.metrics))
+def _metric_names(
+    scopes: Sequence[GenerationScope], backfills: Sequence[BackfillCommit] = ()
+) -> list[str]:
+    names = [m.name for scope in scopes for m in scope.metrics]
+    names += [aggregate.name for backfill in backfills for aggregate in backfill.aggregates]
+    return list(dict.fromkeys(names))
 
 
-def _written(
+def written_windows(
     written: DataFrame | None,
     scopes: Sequence[GenerationScope],
     keys: Sequence[str],
     from_ms: int,
     to_ms: int | None,
+    *,
+    names: Sequence[str] | None = None,
 ) -> DataFrame | None:
-    """Per window and key: how many rows the generations wrote, by whom, with what values.
+    """Per window and key: how many rows the generations wrote, by whom, with what values
+    (of the metrics ``names``, by default every generation's).
 
     A row the running generation may have written after the facts were read (a window it
     owns, ending after the last watermark they know) is left out: on a live pipeline it is
@@ -234,14 +270,15 @@ def _written(
             kept = kept | (end - start != F.lit(size)) | (F.pmod(start, F.lit(slide)) != 0)
             rows = rows.where(kept)
     present = set(written.columns)
+    metric_names = _metric_names(scopes) if names is None else list(names)
     columns = [
         start.alias(START),
         end.alias(END),
         *(F.col(key) if key in present else F.lit(None).alias(key) for key in keys),
         F.col("generation"),
         *(
-            (F.col(name) if name in present else F.lit(None)).alias(_written_name(name))
-            for name in _metric_names(scopes)
+            (F.col(name) if name in present else F.lit(None)).alias(written_name(name))
+            for name in metric_names
         ),
     ]
     return (
@@ -250,10 +287,7 @@ def _written(
         .agg(
             F.count(F.lit(1)).alias(_WRITES),
             F.array_sort(F.collect_list("generation")).alias(_WRITERS),
-            *(
-                F.first(_written_name(name)).alias(_written_name(name))
-                for name in _metric_names(scopes)
-            ),
+            *(F.first(written_name(name)).alias(written_name(name)) for name in metric_names),
         )
     )
 
@@ -265,14 +299,17 @@ def _classify(
     keys: Sequence[str],
     hidden_event_times: Sequence[tuple[int, int]],
     floating: frozenset[str] = frozenset(),
+    backfills: Sequence[BackfillCommit] = (),
+    names: Sequence[str] | None = None,
 ) -> DataFrame:
     identity = [START, END, *keys]
+    metric_names = _metric_names(scopes, backfills) if names is None else list(names)
     if written is None:
         joined = expected.select(
             "*",
             F.lit(0).cast(LongType()).alias(_WRITES),
             F.array().cast("array<int>").alias(_WRITERS),
-            *(F.lit(None).alias(_written_name(name)) for name in _metric_names(scopes)),
+            *(F.lit(None).alias(written_name(name)) for name in metric_names),
         )
     else:
         e, w = expected.alias("e"), written.alias("w")
@@ -287,15 +324,16 @@ def _classify(
             *(F.col(f"e.{name}") for name in carried),
             F.coalesce(F.col(f"w.{_WRITES}"), F.lit(0)).alias(_WRITES),
             F.coalesce(F.col(f"w.{_WRITERS}"), F.array().cast("array<int>")).alias(_WRITERS),
-            *(F.col(f"w.{_written_name(name)}") for name in _metric_names(scopes)),
+            *(F.col(f"w.{written_name(name)}") for name in metric_names),
         )
-    return joined.withColumn(_STATUS, _status(scopes, hidden_event_times, floating))
+    return joined.withColumn(_STATUS, _status(scopes, hidden_event_times, floating, backfills))
 
 
 def _status(
     scopes: Sequence[GenerationScope],
     hidden_event_times: Sequence[tuple[int, int]],
     floating: frozenset[str],
+    backfills: Sequence[BackfillCommit] = (),
 ) -> Column:
     owner, end, writes = F.col(OWNER), F.col(END), F.col(_WRITES)
     counted, late = F.coalesce(F.col(_COUNTED), F.lit(0)), F.coalesce(F.col(_LATE), F.lit(0))
@@ -321,9 +359,31 @@ def _status(
         matches = matches | (mine & _all_equal(scope, _exact, floating))
         matches_maybe = matches_maybe | (mine & _all_equal(scope, _maybe, floating))
     done = F.when(late > 0, Status.LATE.value).otherwise(Status.EXACT.value)
+    chain = F.when(writes > 1, Status.WRITTEN_TWICE.value)
+    # A window a backfill owns, judged by the latest backfill that owns it.
+    for backfill in reversed(backfills):
+        metrics = backfill_metrics(backfill)
+        holds = _backfill_equal(backfill, metrics, _b_exact, floating)
+        holds_maybe = _backfill_equal(backfill, metrics, _b_maybe, floating)
+        chain = chain.when(
+            _covered(backfill),
+            F.when(
+                owner.isNull(),
+                F.when(hidden, Status.UNCLASSIFIED.value).otherwise(Status.DIFFERENT.value),
+            )
+            .when(
+                writes == 0,
+                F.when((counted + lost + unknown) == 0, Status.LATE.value)
+                .when(hidden | (unknown > 0), Status.UNCLASSIFIED.value)
+                .otherwise(Status.LOST.value),
+            )
+            .when(holds, done)
+            .when((unknown > 0) & holds_maybe, done)
+            .when(hidden | (unknown > 0), Status.UNCLASSIFIED.value)
+            .otherwise(Status.DIFFERENT.value),
+        )
     return (
-        F.when(writes > 1, Status.WRITTEN_TWICE.value)
-        .when((writes == 0) & still_open, Status.OPEN.value)
+        chain.when((writes == 0) & still_open, Status.OPEN.value)
         .when(lost > 0, Status.LOST.value)
         .when(
             owner.isNull(),
@@ -339,6 +399,39 @@ def _status(
     )
 
 
+def _covered(backfill: BackfillCommit) -> Column:
+    """Whether the window is one ``backfill`` owns: of its grid, its end in its ranges."""
+    start, end = F.col(START), F.col(END)
+    size, slide = backfill.window.duration_ms * US, backfill.window.slide_ms * US
+    grid = (end - start == F.lit(size)) & (F.pmod(start, F.lit(slide)) == 0)
+    ends = reduce(
+        lambda any_, part: (
+            any_ | ((end > F.lit(part.after_ms * US)) & (end <= F.lit(part.through_ms * US)))
+        ),
+        backfill.ranges,
+        F.lit(False),
+    )
+    return grid & ends
+
+
+def _backfill_equal(
+    backfill: BackfillCommit,
+    metrics: Sequence[MetricSpec],
+    name: Callable[[BackfillCommit, MetricSpec], str],
+    floating: frozenset[str],
+) -> Column:
+    return reduce(
+        lambda every, metric: (
+            every
+            & same_value(
+                F.col(written_name(metric.name)), F.col(name(backfill, metric)), metric, floating
+            )
+        ),
+        metrics,
+        F.lit(True),
+    )
+
+
 def _all_equal(
     scope: GenerationScope,
     name: Callable[[GenerationScope, MetricSpec], str],
@@ -347,14 +440,16 @@ def _all_equal(
     return reduce(
         lambda every, metric: (
             every
-            & _same(F.col(_written_name(metric.name)), F.col(name(scope, metric)), metric, floating)
+            & same_value(
+                F.col(written_name(metric.name)), F.col(name(scope, metric)), metric, floating
+            )
         ),
         scope.metrics,
         F.lit(True),
     )
 
 
-def _same(
+def same_value(
     written: Column, expected: Column, metric: MetricSpec, floating: frozenset[str]
 ) -> Column:
     exact = written.eqNullSafe(expected)
@@ -384,7 +479,7 @@ def _finding(
         expected = {metric.name: get(_exact(scope, metric)) for metric in scope.metrics}
     names = [m.name for m in scope.metrics] if scope is not None else _metric_names(scopes)
     writes = int(get(_WRITES))
-    written = {name: get(_written_name(name)) for name in names} if writes else None
+    written = {name: get(written_name(name)) for name in names} if writes else None
     identity = (owner, get(START), get(END), *(get(key) for key in keys))
     events, total = behind.get(identity, ((), 0))
     return WindowFinding(

@@ -1,0 +1,228 @@
+"""Use case for `upgrade backfill`: the current query's values for the windows already written.
+
+After an upgrade that adds a metric, the windows earlier generations wrote lack it; after a
+naive restart or a file deleted by hand, some windows are lost or wrong. A backfill
+recomputes them from the records Kafka retains, with the current generation's query, over
+exactly the events each window's owner counted (the same batches, the same late events left
+out, and the events it should have read but never did), and commits them as one backfill
+that every reader and `verify` obey from then on.
+
+    gather   the ledger, checkpoints and brokers, as `verify` does (``verify.gather``)
+    decide   which offsets hold events of the range, what retention took (``scope``)
+    --plan   stop here: the offsets, their records, the windows retention left partial
+    compute  each window's values and whether it needs them (``spark.backfill_values``)
+    write    the rows, then the commit (``sink.backfill_files``)
+
+A kill at any point leaves the output as it was (no commit yet: nobody reads the files) or
+backfilled (the commit is written at once); running it again finds what is left to do, and
+once nothing is, writes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from pyspark.sql import SparkSession
+
+from pyspark_kafka_upgrade._adapters.kafka.connector import read_kafka_range
+from pyspark_kafka_upgrade._adapters.sink.backfill_files import (
+    backfill_directory,
+    commit_backfill,
+    committed_backfills,
+    next_backfill,
+    write_backfill_rows,
+)
+from pyspark_kafka_upgrade._adapters.sink.opening import open_sink
+from pyspark_kafka_upgrade._adapters.spark.backfill_values import REASONS, backfill_values
+from pyspark_kafka_upgrade._adapters.spark.progress_bar import job_progress
+from pyspark_kafka_upgrade._adapters.spark.session import local_session_factory
+from pyspark_kafka_upgrade._adapters.storage.filesystem import absolute_uri
+from pyspark_kafka_upgrade._application.verify import gather
+from pyspark_kafka_upgrade._core.query.recipe import Parsing
+from pyspark_kafka_upgrade._core.reconciliation.backfill_words import render_backfill
+from pyspark_kafka_upgrade._core.reconciliation.scope import (
+    GenerationScope,
+    generation_scopes,
+    read_plan,
+)
+from pyspark_kafka_upgrade._core.settings import Settings
+from pyspark_kafka_upgrade._domain.errors import PipelineError
+from pyspark_kafka_upgrade._domain.records.backfill import BackfillCommit
+from pyspark_kafka_upgrade._domain.records.backfill_report import (
+    BackfillReport,
+    LeftSample,
+    LeftWindows,
+    OlderQuery,
+)
+from pyspark_kafka_upgrade._domain.records.signature import Aggregate
+from pyspark_kafka_upgrade._domain.records.sink import require_committed
+from pyspark_kafka_upgrade._domain.values.catalog import SINKS
+from pyspark_kafka_upgrade._domain.values.clock import now_ms
+from pyspark_kafka_upgrade._domain.values.outcome import Outcome
+
+Session = SparkSession | Callable[[], SparkSession]
+
+
+class BackfillRefusedError(PipelineError):
+    """A backfill this version cannot do exactly: nothing is written."""
+
+    exit_code = 2
+
+
+@dataclass(frozen=True, slots=True)
+class BackfillRequest:
+    """Windows from ``from_ms`` (default: as far back as Kafka retains) to ``to_ms``
+    (default: what the pipeline has written); ``plan_only``: say, change nothing."""
+
+    from_ms: int | None = None
+    to_ms: int | None = None
+    plan_only: bool = False
+
+
+def backfill_command(
+    settings: Settings,
+    request: BackfillRequest,
+    *,
+    as_json: bool = False,
+    master: str | None = None,
+    spark: Session | None = None,
+) -> Outcome:
+    session = (
+        spark
+        if spark is not None
+        else local_session_factory(settings, purpose="backfill", master=master)
+    )
+    report = backfill(settings, request, spark=session, progress=not as_json)
+    text = json.dumps(report.to_json(), indent=2) if as_json else render_backfill(report)
+    return Outcome(text, 0)
+
+
+def backfill(
+    settings: Settings, request: BackfillRequest, *, spark: Session, progress: bool = False
+) -> BackfillReport:
+    """Plan the backfill of ``request``'s range and, unless ``plan_only``, do it."""
+    if SINKS[settings.sink.format].one_table:
+        raise BackfillRefusedError(
+            f'upgrade backfill: sink.format = "{settings.sink.format}" is not supported yet: '
+            "this version backfills a file sink (parquet, orc) only"
+        )
+    sessions = spark if callable(spark) else (lambda: spark)
+    facts = gather(settings, sessions)
+    scopes = generation_scopes(facts)
+    if not scopes:
+        raise BackfillRefusedError(
+            f"upgrade backfill: no generation of {facts.pipeline!r} has run a batch: "
+            "nothing was written to backfill"
+        )
+    current = scopes[-1]
+    from_ms = request.from_ms if request.from_ms is not None else 0
+    plan = read_plan(scopes, facts.earliest, from_ms=from_ms, to_ms=request.to_ms)
+    report = BackfillReport(
+        pipeline=facts.pipeline,
+        generation=current.generation,
+        aggregates=tuple(Aggregate(m.name, m.expression) for m in current.metrics),
+        applied=False,
+        from_ms=from_ms,
+        to_ms=request.to_ms,
+        older_queries=_older_queries(scopes),
+        offsets={"start": plan.offsets_json(plan.start), "end": plan.offsets_json(plan.end)},
+        records=sum(plan.end[key] - plan.start[key] for key in plan.start),
+        deleted=plan.deleted,
+        partial_event_times=plan.hidden_event_times,
+    )
+    if request.plan_only or not plan.start:
+        return report
+    session = sessions()
+    root = absolute_uri(settings.pipeline.root)
+    sink = open_sink(settings.sink, root)
+    outputs = [output for output in sink.outputs() if output.has_output]
+    written = sink.read(session, require_committed(outputs)) if outputs else None
+    rules = Parsing(
+        events=settings.project.events,
+        time_source=settings.events.time_source,
+        time_field=settings.events.time_field,
+        max_value_bytes=settings.events.max_value_bytes,
+    )
+    raw = read_kafka_range(session, settings.kafka, plan.start, plan.end)
+    with job_progress(session, "backfill", enabled=progress):
+        values = backfill_values(
+            session,
+            raw,
+            written,
+            scopes,
+            rules,
+            from_ms=from_ms,
+            to_ms=request.to_ms,
+            hidden_event_times=plan.hidden_event_times,
+        )
+        number, rows = None, 0
+        if values.windows:
+            number = next_backfill(committed_backfills(root))
+            directory = backfill_directory(root, number)
+            rows_frame = values.rows.cache()
+            rows = rows_frame.count()
+            files = write_backfill_rows(rows_frame, directory, settings.sink.format)
+            commit_backfill(
+                directory,
+                BackfillCommit(
+                    backfill=number,
+                    pipeline=facts.pipeline,
+                    generation=current.generation,
+                    window=current.window,
+                    grouping_keys=current.keys,
+                    aggregates=report.aggregates,
+                    ranges=values.ranges,
+                    files=files,
+                    windows=values.windows,
+                    rows=rows,
+                    created_at_ms=now_ms(),
+                ),
+            )
+    return BackfillReport(
+        **{
+            **{name: getattr(report, name) for name in _REPORT_FIELDS},
+            "applied": True,
+            "backfill": number,
+            "windows": values.windows,
+            "rows": rows,
+            "ranges": values.ranges,
+            "left": tuple(
+                LeftWindows(reason, values.left[reason])
+                for reason in REASONS
+                if values.left.get(reason)
+            ),
+            "left_sample": tuple(
+                LeftSample(window.start_ms, window.end_ms, window.reason)
+                for window in values.left_sample
+            ),
+        }
+    )
+
+
+_REPORT_FIELDS = (
+    "pipeline",
+    "generation",
+    "aggregates",
+    "from_ms",
+    "to_ms",
+    "older_queries",
+    "offsets",
+    "records",
+    "deleted",
+    "partial_event_times",
+)
+
+
+def _older_queries(scopes: tuple[GenerationScope, ...]) -> tuple[OlderQuery, ...]:
+    """The earlier generations whose windows lack some of the current query's metrics."""
+    current = scopes[-1]
+    wanted = {m.name: m.expression for m in current.metrics}
+    older = []
+    for scope in scopes[:-1]:
+        had = {m.name: m.expression for m in scope.metrics}
+        missing = tuple(name for name, expression in wanted.items() if had.get(name) != expression)
+        if missing:
+            older.append(OlderQuery(scope.generation, missing))
+    return tuple(older)
