@@ -1,8 +1,9 @@
 """`upgrade backfill` on real Kafka: the history of a new metric, exactly, once.
 
 Version 1 counts page views in 10-minute windows sliding every 5; version 2 adds
-``approx_count_distinct``, ``min`` and ``max`` of the user. After the upgrade (proved exact
-by ``prove_upgrade``), generation 1's windows lack the new metrics. The backfill must give
+``approx_count_distinct``, ``min`` and ``max`` of the user (``conftest.py``: the upgrade is
+proved exact once, and each test here backfills a copy of it). Generation 1's windows lack the
+new metrics. The backfill must give
 every window of the history version 2's values over exactly the events generation 1 counted,
 which the plugin's oracle computes from the events alone; a reader must see each window once.
 The oracle reads the output itself: each generation's directory through its own
@@ -21,68 +22,72 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
-from pyspark_kafka_upgrade._application.backfill import BackfillRequest, backfill
+import pyspark_kafka_upgrade.testing._driver_process as driver_process
+from pyspark_kafka_upgrade._application.backfill import BACKFILL_STEPS, BackfillRequest, backfill
 from pyspark_kafka_upgrade._application.verify import VerifyRange, verify_pipeline
 from pyspark_kafka_upgrade._core.reconciliation.verify_words import render_report
 from pyspark_kafka_upgrade._core.settings import Settings
 from pyspark_kafka_upgrade._domain.records.verification import Status
-from pyspark_kafka_upgrade._example.pipeline import PROJECT
-from pyspark_kafka_upgrade.testing import KafkaBackend, ProofReport, prove_upgrade
+from pyspark_kafka_upgrade.testing import ProofReport
 from pyspark_kafka_upgrade.testing._proof import _RELATIVE, _close, _expected
-from support.proofs import BASE_MS, WINDOWS, page_view
+from support.proofs import BASE_MS, copy_of, page_view, settings_overrides
+
+
+def as_options(overrides: list[str]) -> list[str]:
+    return [item for setting in overrides for item in ("--set", setting)]
+
+
+def _local(uri: str) -> str:
+    return str(uri).removeprefix("file:")
+
 
 pytestmark = pytest.mark.integration
 
 MINUTE_MS = 60_000
-VERSION_2 = (
-    'aggregation.metrics={"views": "count(*)", "users": "approx_count_distinct(user_id)", '
-    '"first_user": "min(user_id)", "last_user": "max(user_id)"}'
-)
 EVENTS = [page_view(minute) for minute in range(60)]
+TIMEOUT_S = 240
+SIGKILL_EXIT = -9
 EVERYTHING = VerifyRange(from_ms=BASE_MS - 10 * MINUTE_MS)
 
 # (window start ms, window end ms, keys): one row's identity, as the oracle writes it.
 Row = tuple[int, int, tuple[object, ...]]
 
 
-@pytest.fixture(scope="module")
-def upgraded(
-    spark: SparkSession, kafka_backend: KafkaBackend, tmp_path_factory: pytest.TempPathFactory
-) -> ProofReport:
-    report = prove_upgrade(
-        PROJECT,
-        spark,
-        kafka_backend,
-        tmp_path_factory.mktemp("backfill"),
-        events=EVENTS,
-        stop_after=40,
-        version_2=[VERSION_2],
-        settings=WINDOWS,
-    )
-    assert report.exact, report.explain()
-    return report
-
-
-def settings_of(report: ProofReport) -> Settings:
-    assert report.settings is not None
-    return report.settings
+@pytest.fixture
+def pipeline(upgrade_adding_metrics: ProofReport, tmp_path: Path) -> Settings:
+    """A copy of the upgrade `verify`'s tests inspect too: a backfill changes it for good."""
+    assert upgrade_adding_metrics.settings is not None
+    return copy_of(upgrade_adding_metrics.settings, tmp_path)
 
 
 def test_a_backfill_gives_every_window_of_the_history_the_new_metrics_once(
-    upgraded: ProofReport, spark: SparkSession
+    upgrade_adding_metrics: ProofReport, pipeline: Settings, spark: SparkSession, tmp_path: Path
 ) -> None:
-    settings = settings_of(upgraded)
+    settings = pipeline
     before = read_as_a_reader(spark, settings)
     # Generation 1's windows lack what version 2 added: the gap the backfill closes.
     assert any(values.get("users") is None for _, values in before.values()), "nothing to fill"
 
+    # Killed once its rows are written, before its commit: a reader sees the output as it was.
+    killed = driver_process.DriverProcess(
+        [BACKFILL_STEPS[0], *as_options(settings_overrides(settings)), "upgrade", "backfill"],
+        tmp_path,
+        module="support.kill_in_backfill",
+    )
+    assert killed.wait(TIMEOUT_S) == SIGKILL_EXIT, killed.output
+    assert f"killed after {BACKFILL_STEPS[0]}" in killed.output
+    assert list((Path(_local(settings.pipeline.root)) / "output" / "backfill-1").glob("*.parquet"))
+    assert read_as_a_reader(spark, settings) == before
+
+    # Run again: it completes, under the number the dead attempt had.
     done = backfill(settings, BackfillRequest(), spark=spark)
 
     expected = oracle(settings)
     found = read_as_a_reader(spark, settings)
+    watermark = upgrade_adding_metrics.plan.watermark_ms
     assert done.backfill == 1 and done.windows, done
     # Generation 1 wrote the windows ending at or before W; each was rewritten.
-    old = {row[:2] for row in expected if row[1] <= upgraded.plan.watermark_ms}
+    old = {row[:2] for row in expected if row[1] <= watermark}
     assert done.windows == len(old), (done.windows, sorted(old))
     assert set(found) == set(expected), (
         f"missing {sorted(set(expected) - set(found))}, not expected "
@@ -96,7 +101,7 @@ def test_a_backfill_gives_every_window_of_the_history_the_new_metrics_once(
     ]
     assert not differences, "\n".join(differences)
     # Each backfilled row keeps the generation whose events it counts.
-    assert {found[row][0] for row in expected if row[1] <= upgraded.plan.watermark_ms} == {1}
+    assert {found[row][0] for row in expected if row[1] <= watermark} == {1}
 
     verified = verify_pipeline(settings, EVERYTHING, spark=spark)
     assert verified.ok, render_report(verified)

@@ -48,6 +48,7 @@ from pyspark_kafka_upgrade._domain.values.layout import GenerationLayout
 from pyspark_kafka_upgrade._example.pipeline import PROJECT
 from pyspark_kafka_upgrade.testing import KafkaBackend, ProofReport, prove_upgrade
 from support.permissions import unprivileged, unreadable
+from support.proofs import METRICS_ADDED
 
 pytestmark = pytest.mark.integration
 
@@ -75,21 +76,9 @@ EVENTS = [page_view(minute) for minute in range(60)]
 
 
 @pytest.fixture(scope="module")
-def upgraded(
-    spark: SparkSession, kafka_backend: KafkaBackend, tmp_path_factory: pytest.TempPathFactory
-) -> ProofReport:
-    report = prove_upgrade(
-        PROJECT,
-        spark,
-        kafka_backend,
-        tmp_path_factory.mktemp("verify"),
-        events=EVENTS,
-        stop_after=40,
-        version_2=[USERS],
-        settings=WINDOWS,
-    )
-    assert report.exact, report.explain()
-    return report
+def upgraded(upgrade_adding_metrics: ProofReport) -> ProofReport:
+    # Shared with the backfill's tests, which change a copy of it (conftest.py).
+    return upgrade_adding_metrics
 
 
 def settings_of(report: ProofReport) -> Settings:
@@ -630,7 +619,7 @@ def _sets(settings: Settings) -> list[str]:
         "--set", f"kafka.connector={settings.kafka.connector}",
         "--set", f"ledger.store={settings.ledger.store}",
         "--set", f"ledger.location={settings.ledger.location}",
-        *(item for setting in [*WINDOWS, USERS] for item in ("--set", setting)),
+        *(item for setting in [*WINDOWS, METRICS_ADDED] for item in ("--set", setting)),
     ]  # fmt: skip
 
 

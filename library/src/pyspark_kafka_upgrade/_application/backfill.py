@@ -65,6 +65,11 @@ from pyspark_kafka_upgrade._domain.values.outcome import Outcome
 Session = SparkSession | Callable[[], SparkSession]
 
 
+# The moments a kill -9 test stops it at (``after_step``): its rows written and not yet
+# committed, then committed.
+BACKFILL_STEPS = ("rows written", "committed")
+
+
 class BackfillRefusedError(PipelineError):
     """A backfill this version cannot do exactly: nothing is written."""
 
@@ -88,21 +93,29 @@ def backfill_command(
     as_json: bool = False,
     master: str | None = None,
     spark: Session | None = None,
+    after_step: Callable[[str], None] = lambda step: None,
 ) -> Outcome:
     session = (
         spark
         if spark is not None
         else local_session_factory(settings, purpose="backfill", master=master)
     )
-    report = backfill(settings, request, spark=session, progress=not as_json)
+    report = backfill(settings, request, spark=session, progress=not as_json, after_step=after_step)
     text = json.dumps(report.to_json(), indent=2) if as_json else render_backfill(report)
     return Outcome(text, 0)
 
 
 def backfill(
-    settings: Settings, request: BackfillRequest, *, spark: Session, progress: bool = False
+    settings: Settings,
+    request: BackfillRequest,
+    *,
+    spark: Session,
+    progress: bool = False,
+    after_step: Callable[[str], None] = lambda step: None,
 ) -> BackfillReport:
-    """Plan the backfill of ``request``'s range and, unless ``plan_only``, do it."""
+    """Plan the backfill of ``request``'s range and, unless ``plan_only``, do it.
+
+    ``after_step`` is called with each of ``BACKFILL_STEPS`` once done (tests kill there)."""
     if SINKS[settings.sink.format].one_table:
         raise BackfillRefusedError(
             f'upgrade backfill: sink.format = "{settings.sink.format}" is not supported yet: '
@@ -164,6 +177,7 @@ def backfill(
             rows_frame = values.rows.cache()
             rows = rows_frame.count()
             files = write_backfill_rows(rows_frame, directory, settings.sink.format)
+            after_step(BACKFILL_STEPS[0])
             commit_backfill(
                 directory,
                 BackfillCommit(
@@ -180,6 +194,7 @@ def backfill(
                     created_at_ms=now_ms(),
                 ),
             )
+            after_step(BACKFILL_STEPS[1])
     return BackfillReport(
         **{
             **{name: getattr(report, name) for name in _REPORT_FIELDS},
