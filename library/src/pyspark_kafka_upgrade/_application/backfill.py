@@ -37,7 +37,7 @@ from pyspark_kafka_upgrade._adapters.sink.backfill_files import (
 from pyspark_kafka_upgrade._adapters.sink.opening import open_sink
 from pyspark_kafka_upgrade._adapters.spark.backfill_values import REASONS, backfill_values
 from pyspark_kafka_upgrade._adapters.spark.progress_bar import job_progress
-from pyspark_kafka_upgrade._adapters.spark.session import local_session_factory
+from pyspark_kafka_upgrade._adapters.spark.session import local_session_factory, session_conf
 from pyspark_kafka_upgrade._adapters.storage.filesystem import absolute_uri
 from pyspark_kafka_upgrade._application.verify import gather
 from pyspark_kafka_upgrade._core.query.recipe import Parsing
@@ -159,7 +159,10 @@ def backfill(
         max_value_bytes=settings.events.max_value_bytes,
     )
     raw = read_kafka_range(session, settings.kafka, plan.start, plan.end)
-    with job_progress(session, "backfill", enabled=progress):
+    # The stream's own parallelism for its windows, not Spark's 200 shuffle partitions: a
+    # backfill's data is the stream's, and each stage would run 200 tasks of next to nothing.
+    partitions = {"spark.sql.shuffle.partitions": str(settings.pipeline.state_partitions)}
+    with session_conf(session, partitions), job_progress(session, "backfill", enabled=progress):
         values = backfill_values(
             session,
             raw,

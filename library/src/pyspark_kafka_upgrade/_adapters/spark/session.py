@@ -15,7 +15,8 @@ import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import pyspark
@@ -104,6 +105,23 @@ def build_spark_session(
     if delta:
         _require(session, conf, _delta(), already_running=already_running)
     return session
+
+
+@contextmanager
+def session_conf(spark: SparkSession, conf: Mapping[str, str]) -> Iterator[None]:
+    """``conf`` set on ``spark`` for the block, then what was there before: a command's
+    settings must not outlive it in a session someone else shares (a test's)."""
+    before: dict[str, str | None] = {key: spark.conf.get(key, None) for key in conf}
+    for key, value in conf.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, old in before.items():
+            if old is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, old)
 
 
 def launched_by_spark(env: Mapping[str, str]) -> bool:
