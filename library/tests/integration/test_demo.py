@@ -47,8 +47,25 @@ def test_the_demo_upgrades_without_loss_and_says_so(
     assert finished.returncode == 0, shown
     assert "  windows written twice:           0\n" in finished.stdout, shown
     assert "  OK: no event lost, no window written twice.\n" in finished.stdout, shown
-    # It ends with verify, on the pipeline's own records: every window checked is exact.
-    assert "$ page_views_pipeline --config version-2.toml verify --from" in finished.stdout
+    # The backfill gives generation 1's windows the users version 2 added: after it, no
+    # window `output show` prints lacks them (Kafka retains every record of the demo).
+    plan_at = finished.stdout.index(f"{BACKFILL} --plan\n")
+    backfill_at = finished.stdout.index(f"{BACKFILL}\n")
+    assert plan_at < backfill_at, shown
+    assert "backfill 1 committed (output directory backfill-1): rewrote 3 windows (9 rows)" in (
+        finished.stdout
+    ), shown
+    before, after = (
+        shown_rows(finished.stdout, "output show --limit 12"),
+        shown_rows(finished.stdout, "output show --limit 20"),
+    )
+    assert any(row["users"] == "null" for row in before), before
+    assert len(after) == 15 and {row["generation"] for row in after} == {"1", "2"}, after
+    assert [row for row in after if row["users"] in ("null", "None", "")] == [], after
+    # It ends with verify, on the pipeline's own records and the backfill's: every window
+    # checked is exact.
+    verify_at = finished.stdout.index("$ page_views_pipeline --config version-2.toml verify --from")
+    assert backfill_at < verify_at, shown
     assert " 0 lost, 0 written twice, 0 different, " in finished.stdout, shown
     assert "OK: nothing lost, nothing written twice, nothing different." in finished.stdout
     # The refusal of version 2 on the old checkpoint is part of the lesson.
@@ -76,9 +93,28 @@ def test_the_demo_upgrades_without_loss_and_says_so(
     documented = guide_commands()
     assert len(documented) >= 6 and not documented - ran, sorted(documented - ran)
     assert sorted(p.name for p in (work / "data" / "output").iterdir()) == [
+        "backfill-1",
         "generation-1",
         "generation-2",
     ]
+    assert (work / "data" / "output" / "backfill-1" / "_backfill.json").is_file()
+
+
+BACKFILL = "$ page_views_pipeline --config version-2.toml upgrade backfill"
+
+
+def shown_rows(stdout: str, command: str) -> list[dict[str, str]]:
+    """The rows the demo's ``command`` (an `output show`) printed, by column name."""
+    lines = stdout[stdout.index(f"$ page_views_pipeline --config version-2.toml {command}\n") :]
+    table = lines.splitlines()[1:]
+    header = next(i for i, line in enumerate(table) if line.startswith("generation  window_start"))
+    names = table[header].split()
+    rows = []
+    for line in table[header + 1 :]:
+        if not line.strip() or line.startswith("  (exit"):
+            break
+        rows.append(dict(zip(names, line.split(), strict=True)))
+    return rows
 
 
 # The template's project guide, which teaches the procedure with the demo's commands.

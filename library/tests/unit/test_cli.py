@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from pyspark_kafka_upgrade._application import backfill as backfill_command
 from pyspark_kafka_upgrade._application import config_show as configuration
 from pyspark_kafka_upgrade._application import verify as verify_command
 from pyspark_kafka_upgrade._application.checkpoint_show import show as checkpoint_command
@@ -188,6 +189,7 @@ COMMANDS = [
     ["upgrade", "apply"],
     ["upgrade", "show"],
     ["upgrade", "rollback"],
+    ["upgrade", "backfill"],
     ["output"],
     ["output", "show"],
     ["verify"],
@@ -536,6 +538,110 @@ def test_verify_refuses_an_empty_range_in_one_line(
     assert exited.value.code == 2 and recorder.calls == []
     err = capsys.readouterr().err
     assert err == f"{PROG}: error: verify: --from must be before --to: the range holds no window\n"
+
+
+# upgrade backfill: its examples, its range, and its refusals before Spark starts.
+
+
+def test_upgrade_backfill_help_shows_its_examples(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as caught:
+        main(["upgrade", "backfill", "--help"])
+    assert caught.value.code == 0
+    lines = capsys.readouterr().out.splitlines()
+    examples = lines[lines.index("examples:") + 1 :]
+    assert [line.split("#")[0].rstrip() for line in examples] == [
+        f"  {PROG} upgrade backfill --plan",
+        f"  {PROG} upgrade backfill",
+        f"  {PROG} verify --from 2026-11-26T00:00:00Z",
+        f"  {PROG} upgrade backfill --from 2026-11-26T09:00:00Z --to 2026-11-26T12:00:00Z --json",
+    ]
+
+
+def test_upgrade_help_points_to_the_backfill(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["upgrade", "--help"])
+    assert f"  {PROG} upgrade backfill --plan " in capsys.readouterr().out
+
+
+def test_upgrade_backfill_passes_its_range_and_options(
+    record: Callable[[object, str], Recorder],
+) -> None:
+    recorder = record(backfill_command, "backfill_command")
+
+    argv = ["upgrade", "backfill", "--plan", "--from", "2026-11-26T10:00:00+01:00"]
+    assert main([*argv, "--to", "2026-11-26T12:00:00", "--json", "--master", "local[2]"]) == 0
+
+    # 10:00 at +01:00 is 09:00 UTC; 12:00 with no offset is UTC.
+    expected = backfill_command.BackfillRequest(
+        from_ms=NOV_26_MS + 9 * 3_600_000, to_ms=NOV_26_MS + 12 * 3_600_000, plan_only=True
+    )
+    assert recorder.calls == [((_settings(), expected), {"as_json": True, "master": "local[2]"})]
+
+
+def test_upgrade_backfill_without_options_backfills_everything_kafka_retains(
+    record: Callable[[object, str], Recorder],
+) -> None:
+    recorder = record(backfill_command, "backfill_command")
+
+    assert main(["upgrade", "backfill"]) == 0
+
+    expected = backfill_command.BackfillRequest(from_ms=None, to_ms=None, plan_only=False)
+    assert recorder.calls == [((_settings(), expected), {"as_json": False, "master": None})]
+
+
+@pytest.mark.parametrize(
+    "times",
+    [
+        ["--from", "2026-11-26T12:00:00Z", "--to", "2026-11-26T09:00:00Z"],
+        ["--to", "2026-11-26T09:00:00Z", "--from", "2026-11-26T09:00:00Z"],
+    ],
+    ids=["after", "equal"],
+)
+def test_upgrade_backfill_refuses_an_empty_range_in_one_line(
+    times: list[str],
+    record: Callable[[object, str], Recorder],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    recorder = record(backfill_command, "backfill_command")
+    with pytest.raises(SystemExit) as exited:
+        main(["upgrade", "backfill", *times])
+    assert exited.value.code == 2 and recorder.calls == []
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (
+        f"{PROG}: error: upgrade backfill: --from must be before --to: the range holds no window\n"
+    )
+
+
+@pytest.mark.parametrize("options", [["--plan"], [], ["--json"]], ids=["plan", "apply", "json"])
+def test_upgrade_backfill_refuses_a_delta_table_in_one_line_before_spark_starts(
+    options: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    started: list[str] = []
+
+    def no_spark(*args: object, **kwargs: object) -> Callable[[], object]:
+        def session() -> object:
+            started.append("spark")
+            raise AssertionError("the refusal starts Spark")
+
+        return session
+
+    def no_gathering(*args: object, **kwargs: object) -> object:
+        started.append("gather")
+        raise AssertionError("the refusal reads the ledger and Kafka")
+
+    monkeypatch.setattr(backfill_command, "local_session_factory", no_spark)
+    monkeypatch.setattr(backfill_command, "gather", no_gathering)
+
+    assert main(["--set", "sink.format=delta", "upgrade", "backfill", *options]) == 2
+
+    assert started == []
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (
+        f'{PROG}: error: upgrade backfill: sink.format = "delta" is not supported yet: this '
+        "version backfills a file sink (parquet, orc) only\n"
+    )
 
 
 def _parsers(parser: argparse.ArgumentParser) -> Iterator[argparse.ArgumentParser]:

@@ -1,4 +1,5 @@
-"""``upgrade plan``, ``apply``, ``show`` and ``rollback``: onto a new checkpoint and back.
+"""``upgrade plan``, ``apply``, ``show`` and ``rollback``: onto a new checkpoint and back;
+``backfill``: the windows already written, with the current query's values.
 
 Their words and arguments are in commands.toml."""
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pyspark_kafka_upgrade._core.reconciliation.verify_words import clock
+from pyspark_kafka_upgrade._domain.records.backfill import backfill_directory_name
 from pyspark_kafka_upgrade._domain.records.backfill_report import BackfillReport
 
 
@@ -21,7 +22,7 @@ def render_backfill(report: BackfillReport) -> str:
     if not report.records:
         lines.append("no committed batch read an event of the range: nothing to read")
         return "\n".join(lines)
-    lines.append(f"reads {report.records} records:")
+    lines.append(f"{'read' if report.applied else 'reads'} {_count(report.records, 'record')}:")
     start, end = report.offsets["start"], report.offsets["end"]
     assert isinstance(start, dict) and isinstance(end, dict)
     for topic, partitions in sorted(start.items()):
@@ -49,21 +50,31 @@ def render_backfill(report: BackfillReport) -> str:
         return "\n".join(lines)
     if report.backfill is None:
         lines.append(
-            "nothing to backfill: every window in the range holds the current query's values"
+            "nothing to backfill: every window it can rewrite exactly holds the current "
+            "query's values"
         )
     else:
         lines.append(
-            f"backfill {report.backfill}: rewrote {report.windows} windows "
-            f"({report.rows} rows), ending in:"
+            f"backfill {report.backfill} committed (output directory "
+            f"{backfill_directory_name(report.backfill)}): rewrote "
+            f"{_count(report.windows or 0, 'window')} ({_count(report.rows or 0, 'row')}), "
+            "those ending in:"
         )
         lines += [
             f"  {clock(r.after_ms)} (exclusive) to {clock(r.through_ms)}" for r in report.ranges
         ]
     if report.left:
         lines.append("left as they are:")
-        lines += [f"  {left.windows} windows: {left.reason}" for left in report.left]
+        lines += [f"  {_count(left.windows, 'window')}: {left.reason}" for left in report.left]
         lines += [
             f"    {clock(s.window_start_ms)} to {clock(s.window_end_ms)}: {s.reason}"
             for s in report.left_sample
         ]
+        more = sum(left.windows for left in report.left) - len(report.left_sample)
+        if more > 0:
+            lines.append(f"    … and {more} more")
     return "\n".join(lines)
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"

@@ -9,13 +9,30 @@ from pyspark_kafka_upgrade._domain.errors import PipelineError
 from pyspark_kafka_upgrade._domain.records.backfill import EndRange
 from pyspark_kafka_upgrade._domain.records.signature import Aggregate
 from pyspark_kafka_upgrade._domain.records.verification import DeletedRange
-from pyspark_kafka_upgrade._domain.values.json_record import FormatVersion, JsonRecord, Shape
+from pyspark_kafka_upgrade._domain.values.json_fields import JsonFields
+from pyspark_kafka_upgrade._domain.values.json_record import Field, FormatVersion, JsonRecord, Shape
 
 FORMAT_VERSION = 1
 
 
 class BackfillReportError(PipelineError):
     """A backfill report that is not one: the message names the field."""
+
+
+def _spans(read: JsonFields, key: str) -> tuple[tuple[int, int], ...]:
+    """Event-time spans, each written as [first, last]."""
+    spans = []
+    for index, item in enumerate(read.items(key)):
+        match item:
+            # JSON true is no time, though Python's bool is an int.
+            case [int(first), int(last)] if type(first) is int and type(last) is int:
+                spans.append((first, last))
+            case _:
+                raise BackfillReportError(
+                    f"backfill report field '{key}[{index}]' must be [first, last] event times "
+                    "in epoch milliseconds"
+                )
+    return tuple(spans)
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +79,7 @@ class BackfillReport(JsonRecord):
         "offsets",
         "records",
         "deleted",
-        "partial_event_times",
+        Field("partial_event_times", read=_spans),
         "backfill",
         "windows",
         "rows",
