@@ -27,7 +27,7 @@ from functools import reduce
 
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
-from pyspark.sql.types import IntegerType
+from pyspark.sql.types import IntegerType, LongType
 
 from pyspark_kafka_upgrade._adapters.spark import parsing
 from pyspark_kafka_upgrade._adapters.spark.recompute import (
@@ -315,10 +315,12 @@ def _ranges(chosen: DataFrame, slide_us: int) -> tuple[EndRange, ...]:
     """The chosen windows' ends as ranges, found in Spark (islands of ends one slide
     apart): only the ranges come back to the driver."""
     ordered = Window.orderBy(END)
+    # In longs: row_number is an int, and a few slides in microseconds overflow one.
+    rank = F.row_number().over(ordered).cast(LongType())
     islands = (
         chosen.select(END)
         .distinct()
-        .withColumn("_island", F.col(END) - F.row_number().over(ordered) * F.lit(slide_us))
+        .withColumn("_island", F.col(END) - rank * F.lit(slide_us))
         .groupBy("_island")
         .agg(F.min(END).alias("_first"), F.max(END).alias("_last"))
         .orderBy("_first")
