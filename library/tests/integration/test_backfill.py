@@ -252,13 +252,21 @@ def test_a_backfill_that_counts_the_late_events_is_caught_by_the_oracle_and_veri
 
     assert done.backfill == 1, done
     # Each window and key with a late event, and only those, holds what it should not.
-    wrong = mismatches(copy, late_oracle(late), read_as_a_reader(spark, copy))
+    owed, found = late_oracle(late), read_as_a_reader(spark, copy)
+    wrong = mismatches(copy, owed, found)
     assert set(wrong) == late_rows(late), "\n".join(wrong.values())
     verified = verify_pipeline(copy, EVERYTHING, spark=spark)
     assert not verified.ok, render_report(verified)
     failing = {identity(f): f.status for f in verified.findings if f.status.fails}
     dropped = {(start, keys) for start, _, keys in late_rows(late)}
     assert failing == dict.fromkeys(dropped, Status.DIFFERENT), render_report(verified)
+    # Each finding shows what the backfill owed and wrote, in the backfill's metrics.
+    metrics = [metric.name for metric in copy.aggregation.metric_specs]
+    for finding in verified.findings:
+        row = (finding.window_start_ms, finding.window_end_ms, tuple(finding.keys.values()))
+        assert list(finding.expected) == metrics, finding
+        assert finding.expected == owed.get(row, finding.expected), finding
+        assert finding.written == {name: found[row][1][name] for name in metrics}, finding
 
 
 # -- A naive restart: the windows it lost, repaired --------------------------------------------
