@@ -4,8 +4,8 @@ the query step the negative control leaves idle."""
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
-import sqlite3
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -13,8 +13,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from pyspark_kafka_upgrade import Project
-from pyspark_kafka_upgrade._core.settings import Settings, load_settings
-from pyspark_kafka_upgrade._example.pipeline import PROJECT
+from pyspark_kafka_upgrade._core.settings import Settings
 from pyspark_kafka_upgrade.testing import (
     KafkaBackend,
     ProofReport,
@@ -81,7 +80,8 @@ def with_idle_replay_filter(project: Project, path: Path) -> Project:
 
 
 def settings_overrides(settings: Settings) -> list[str]:
-    """The ``section.key=value`` overrides that reproduce the proof's version 2."""
+    """``section.key=value`` overrides that reproduce the upgrade `verify` and `upgrade
+    backfill` inspect (integration/conftest.py), version 2, for the CLI."""
     return [
         f"pipeline.name={settings.pipeline.name}",
         f"pipeline.root={settings.pipeline.root}",
@@ -97,28 +97,27 @@ def settings_overrides(settings: Settings) -> list[str]:
     ]
 
 
-def copy_of(settings: Settings, directory: Path) -> Settings:
-    """The pipeline of ``settings`` copied into ``directory`` (its root and its SQLite
-    ledger, through SQLite's backup so that a write-ahead log comes along): a copy to change
-    for good, whose file sink logs name its own files. The topic is shared; nothing here
-    writes to it."""
-    if settings.ledger.store != "sqlite":
-        raise RuntimeError(f"copy_of copies a SQLite ledger, not {settings.ledger.store!r}")
-    root = directory / "pipeline"
-    original = Path(str(settings.pipeline.root).removeprefix("file:"))
-    shutil.copytree(original, root)
-    # A file sink's log names its files by absolute URI: the copy's must name the copy's.
-    for log in root.glob("*/*/_spark_metadata/*"):
+def copy_of(settings: Settings, destination: Path) -> Settings:
+    """The pipeline of ``settings`` with its ledger (a file beside the pipeline's root) as the
+    stream left it, without any backfill, copied into ``destination``: a copy to change for
+    good. Its sink logs name the copy's files (a file sink's log names them by absolute
+    URI). The topic is shared; nothing here writes to it."""
+    root = Path(str(settings.pipeline.root).removeprefix("file:"))
+    ledger = Path(str(settings.ledger.location).removeprefix("file:"))
+    assert ledger.is_relative_to(root.parent), "the ledger is not a file beside the pipeline"
+    shutil.copytree(root.parent, destination, dirs_exist_ok=True)
+    copy = destination / root.name
+    for backfilled in (copy / "output").glob("backfill-*"):
+        shutil.rmtree(backfilled)
+    for log in copy.glob("**/_spark_metadata/*"):
         if log.name.endswith(".crc"):
-            log.unlink()  # its checksum would no longer match
+            log.unlink()  # Hadoop's checksum of the text replaced below
         else:
-            log.write_text(log.read_text().replace(original.as_uri(), root.as_uri()))
-    ledger = directory / "ledger.sqlite"
-    with sqlite3.connect(settings.ledger.location) as source, sqlite3.connect(ledger) as target:
-        source.backup(target)
-    overrides = [
-        *settings_overrides(settings),
-        f"pipeline.root={root}",
-        f"ledger.location={ledger}",
-    ]
-    return load_settings(PROJECT, env={}, overrides=overrides).settings
+            log.write_text(log.read_text().replace(root.as_uri(), copy.as_uri()))
+    return dataclasses.replace(
+        settings,
+        pipeline=dataclasses.replace(settings.pipeline, root=str(copy)),
+        ledger=dataclasses.replace(
+            settings.ledger, location=str(destination / ledger.relative_to(root.parent))
+        ),
+    )

@@ -27,7 +27,7 @@ from functools import reduce
 
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
-from pyspark.sql.types import IntegerType
+from pyspark.sql.types import IntegerType, LongType
 
 from pyspark_kafka_upgrade._adapters.spark import parsing
 from pyspark_kafka_upgrade._adapters.spark.recompute import (
@@ -60,7 +60,12 @@ NO_EVENTS = "a row no event explains"
 OTHER_QUERY = "of another window grid or grouping"
 REASONS = (OPEN, RETENTION, UNSURE, NO_EVENTS, OTHER_QUERY)
 
-_COUNTED, _LOST, _UNKNOWN, _PENDING = "_n_counted", "_n_lost", "_n_unknown", "_n_pending"
+# The pair states a backfill counts: what the owner counted, and what it never read (the
+# value the stream should have written). Late, arrived-after and outside pairs stay out, as
+# the stream left them out. Read when the values are computed (a test widens it on purpose).
+COUNTED_STATES: tuple[PairState, ...] = (PairState.COUNTED, PairState.SKIPPED)
+
+_INCLUDED, _UNKNOWN, _PENDING = "_n_included", "_n_unknown", "_n_pending"
 _NEEDS, _BLOCK = "_needs", "_block"
 
 
@@ -125,7 +130,10 @@ def backfill_values(
     chosen = per_window.where(F.col(_BLOCK).isNull()).select(START, END)
     ranges = _ranges(chosen, current.window.slide_ms * US)
     windows = sum(r.through_ms - r.after_ms for r in ranges) // current.window.slide_ms
-    blocked = per_window.where(F.col(_BLOCK).isNotNull())
+    # An open window is its owner's to write, not one a backfill left: never reported.
+    blocked = per_window.where(
+        F.col(_BLOCK).isNotNull() & (F.col(_BLOCK) != F.lit(REASONS.index(OPEN)))
+    )
     left = {
         REASONS[int(row[_BLOCK])]: int(row["windows"])
         for row in blocked.groupBy(_BLOCK).agg(F.count(F.lit(1)).alias("windows")).collect()
@@ -170,17 +178,16 @@ def _expected(
     metrics over counted and counted-or-unsure events, to tell which its row holds."""
     state = F.col(STATE)
     counted = state == PairState.COUNTED.value
-    lost = state == PairState.SKIPPED.value
+    included = state.isin(*(pair_state.value for pair_state in COUNTED_STATES))
     unknown = state == PairState.UNKNOWN.value
     aggregates = [
-        F.count(F.when(counted, 1)).alias(_COUNTED),
-        F.count(F.when(lost, 1)).alias(_LOST),
+        F.count(F.when(included, 1)).alias(_INCLUDED),
         F.count(F.when(unknown, 1)).alias(_UNKNOWN),
         F.count(F.when(state == PairState.PENDING.value, 1)).alias(_PENDING),
     ]
     for metric in current.metrics:
-        aggregates.append(metric_over(metric, counted | lost).alias(_x(metric)))
-        aggregates.append(metric_over(metric, counted | lost | unknown).alias(_y(metric)))
+        aggregates.append(metric_over(metric, included).alias(_x(metric)))
+        aggregates.append(metric_over(metric, included | unknown).alias(_y(metric)))
     for scope in scopes:
         if scope.generation not in alike or scope is current:
             continue
@@ -226,8 +233,7 @@ def _judged(
             *(F.col(f"w.{written_name(name)}") for name in names),
         )
     owner, end, writes = F.col(OWNER), F.col(END), F.col("_writes")
-    counted = F.coalesce(F.col(_COUNTED), F.lit(0))
-    lost = F.coalesce(F.col(_LOST), F.lit(0))
+    in_states = F.coalesce(F.col(_INCLUDED), F.lit(0))
     unknown = F.coalesce(F.col(_UNKNOWN), F.lit(0))
     pending = F.coalesce(F.col(_PENDING), F.lit(0))
     # Which events the owner's row holds, when some are unsure: the row's own values say.
@@ -240,7 +246,7 @@ def _judged(
         holds_counted = holds_counted | (mine & _equal_owner(scope, _owner_e, floating))
         holds_unsure = holds_unsure | (mine & _equal_owner(scope, _owner_u, floating))
     with_unsure = (unknown > 0) & ~holds_counted & holds_unsure
-    included = counted + lost + F.when(with_unsure, unknown).otherwise(F.lit(0))
+    included = in_states + F.when(with_unsure, unknown).otherwise(F.lit(0))
     targets = [
         F.when(with_unsure, F.col(_y(metric))).otherwise(F.col(_x(metric))).alias(_target(metric))
         for metric in current.metrics
@@ -315,10 +321,12 @@ def _ranges(chosen: DataFrame, slide_us: int) -> tuple[EndRange, ...]:
     """The chosen windows' ends as ranges, found in Spark (islands of ends one slide
     apart): only the ranges come back to the driver."""
     ordered = Window.orderBy(END)
+    # In longs: row_number is an int, and a few slides in microseconds overflow one.
+    rank = F.row_number().over(ordered).cast(LongType())
     islands = (
         chosen.select(END)
         .distinct()
-        .withColumn("_island", F.col(END) - F.row_number().over(ordered) * F.lit(slide_us))
+        .withColumn("_island", F.col(END) - rank * F.lit(slide_us))
         .groupBy("_island")
         .agg(F.min(END).alias("_first"), F.max(END).alias("_last"))
         .orderBy("_first")

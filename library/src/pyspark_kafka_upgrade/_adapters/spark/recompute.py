@@ -54,6 +54,7 @@ from pyspark_kafka_upgrade._domain.records.verification import (
 from pyspark_kafka_upgrade._domain.values.validation import MetricSpec, parse_metric
 
 _WRITES, _WRITERS, _STATUS = "_writes", "_writers", "_status"
+_BACKFILL = "_backfill"  # the latest backfill that owns the window, if one does
 _COUNTED, _LATE, _LOST, _UNKNOWN = "_n_counted", "_n_late", "_n_lost", "_n_unknown"
 # Floating sums and averages merge partial sums in another order than one batch does.
 _FLOAT_TOLERANCE = 1e-9
@@ -135,7 +136,7 @@ def reconcile(
     )
     shown = sum(count for status, count in counts.items() if status not in quiet)
     behind = events_behind(spark, pairs, listed, keys, events_per_finding) if listed else {}
-    findings = tuple(_finding(row, scopes, keys, behind) for row in listed)
+    findings = tuple(_finding(row, scopes, keys, behind, backfills) for row in listed)
     malformed = int(measured.get("malformed", 0))
     sample: tuple[tuple[str, int, int, str], ...] = ()
     if malformed:
@@ -326,7 +327,9 @@ def _classify(
             F.coalesce(F.col(f"w.{_WRITERS}"), F.array().cast("array<int>")).alias(_WRITERS),
             *(F.col(f"w.{written_name(name)}") for name in metric_names),
         )
-    return joined.withColumn(_STATUS, _status(scopes, hidden_event_times, floating, backfills))
+    return joined.withColumn(
+        _STATUS, _status(scopes, hidden_event_times, floating, backfills)
+    ).withColumn(_BACKFILL, _owning_backfill(backfills))
 
 
 def _status(
@@ -414,6 +417,14 @@ def _covered(backfill: BackfillCommit) -> Column:
     return grid & ends
 
 
+def _owning_backfill(backfills: Sequence[BackfillCommit]) -> Column:
+    """The number of the latest backfill that owns the window; null when none does."""
+    owning = F.lit(None).cast(LongType())
+    for backfill in backfills:  # oldest first: a later one owns what it covers
+        owning = F.when(_covered(backfill), F.lit(backfill.backfill)).otherwise(owning)
+    return owning
+
+
 def _backfill_equal(
     backfill: BackfillCommit,
     metrics: Sequence[MetricSpec],
@@ -470,6 +481,7 @@ def _finding(
     scopes: Sequence[GenerationScope],
     keys: Sequence[str],
     behind: Mapping[tuple[object, ...], tuple[tuple[EventRef, ...], int]],
+    backfills: Sequence[BackfillCommit] = (),
 ) -> WindowFinding:
     get = row.__getitem__
     owner = get(OWNER)
@@ -478,6 +490,12 @@ def _finding(
     if scope is not None:
         expected = {metric.name: get(_exact(scope, metric)) for metric in scope.metrics}
     names = [m.name for m in scope.metrics] if scope is not None else _metric_names(scopes)
+    backfill = next((b for b in backfills if b.backfill == get(_BACKFILL)), None)
+    if backfill is not None and scope is not None:
+        # Judged by the backfill's query, over what its owner counted or never read.
+        metrics = backfill_metrics(backfill)
+        expected = {metric.name: get(_b_exact(backfill, metric)) for metric in metrics}
+        names = [metric.name for metric in metrics]
     writes = int(get(_WRITES))
     written = {name: get(written_name(name)) for name in names} if writes else None
     identity = (owner, get(START), get(END), *(get(key) for key in keys))
