@@ -312,6 +312,9 @@ def test_a_backfill_repairs_the_windows_a_naive_restart_lost(
     failing = {identity(f): f.status for f in verified.findings if f.status.fails}
     lost = {(start, keys) for start, _, keys in short}
     assert failing == dict.fromkeys(lost, Status.LOST), render_report(verified)
+    # Each lost window names events generation 2 never read.
+    for finding in verified.findings:
+        assert PairState.SKIPPED in {event.state for event in finding.events}, finding
 
     done = backfill(settings, BackfillRequest(), spark=spark)
 

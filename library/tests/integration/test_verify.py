@@ -6,7 +6,8 @@ procedure is broken on purpose, one fault at a time, and `verify` must name what
 
 - a committed output file copied into the second generation: written twice;
 - a value edited in a committed parquet file: different;
-- a naive restart (the new generation starts where the old one stopped): lost;
+- a naive restart (the new generation starts where the old one stopped): lost, in
+  test_backfill.py, which then repairs it;
 - events that arrive after their windows were written: late by design, not lost.
 
 A committed file damaged after it was committed (deleted, its bytes changed so that Hadoop's
@@ -18,7 +19,6 @@ permissions apply to: a subprocess, without root's capabilities (``support.permi
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import re
@@ -36,17 +36,15 @@ import pytest
 from pyspark.sql import SparkSession
 
 from pyspark_kafka_upgrade import cli, testing
-from pyspark_kafka_upgrade._adapters.ledger.opening import open_store
 from pyspark_kafka_upgrade._application.run.run_command import RunRequest, run_pipeline
 from pyspark_kafka_upgrade._application.verify import VerifyRange, verify_pipeline
 from pyspark_kafka_upgrade._core.reconciliation.verify_words import render_report
 from pyspark_kafka_upgrade._core.settings import Settings
 from pyspark_kafka_upgrade._domain.records.damage import Damage, DamagedFile, Part
-from pyspark_kafka_upgrade._domain.records.plan import UpgradePlan
 from pyspark_kafka_upgrade._domain.records.verification import PairState, Status, VerifyReport
 from pyspark_kafka_upgrade._domain.values.layout import GenerationLayout
 from pyspark_kafka_upgrade._example.pipeline import PROJECT
-from pyspark_kafka_upgrade.testing import KafkaBackend, ProofReport, prove_upgrade
+from pyspark_kafka_upgrade.testing import ProofReport
 from support.permissions import unprivileged, unreadable
 from support.proofs import METRICS_ADDED
 
@@ -185,34 +183,6 @@ def test_events_after_their_windows_closed_are_late_by_design_not_lost(
         (BASE_MS + 35 * MINUTE_MS, ("late-b",)): ({PairState.LATE}, 2, None),
     }
     assert verified.count(Status.LOST) == 0
-
-
-def test_a_naive_restart_loses_the_open_windows_and_verify_names_them(
-    spark: SparkSession, kafka_backend: KafkaBackend, tmp_path: Path
-) -> None:
-    report = prove_upgrade(
-        PROJECT,
-        spark,
-        kafka_backend,
-        tmp_path,
-        events=EVENTS,
-        stop_after=40,
-        version_2=[USERS],
-        settings=WINDOWS,
-        run=_naive_restart(spark),
-    )
-    # The oracle sees the loss and verify agrees (prove_upgrade checks that it does).
-    assert not report.exact and report.lost
-    verified = report.verified
-    assert verified is not None and not verified.ok
-    lost = {_identity(f) for f in verified.findings if f.status is Status.LOST}
-    # Every window still open when version 1 stopped, none of the others.
-    oracle_lost = {(start, keys) for start, _, keys in report.lost}
-    short = {(start, keys) for start, _, keys in _short_rows(report)}
-    assert lost == oracle_lost | short
-    for finding in verified.findings:
-        if finding.status is Status.LOST:
-            assert PairState.SKIPPED in {e.state for e in finding.events}
 
 
 # -- Damaged output: verify names it and verifies the rest -------------------------------------
@@ -555,54 +525,6 @@ def _rows_of(paths: list[Path]) -> set[tuple[int, tuple[str, ...]]]:
         for path in paths
         for row in pq.read_table(path).to_pylist()
     }
-
-
-def _naive_restart(spark: SparkSession):  # type: ignore[no-untyped-def]
-    """Runs each version in this process; before version 2's run from the plan, rewrites the
-    plan in the ledger so that it restarts where version 1 stopped, replaying nothing."""
-    calls = []
-
-    def run(overrides: list[str]) -> int:
-        from pyspark_kafka_upgrade._core.settings import load_settings
-        from pyspark_kafka_upgrade._domain.errors import PipelineError
-
-        calls.append(overrides)
-        settings = load_settings(PROJECT, env={}, overrides=overrides).settings
-        if len(calls) == 3:
-            with open_store(settings.ledger) as store:
-                record = store.generation(settings.pipeline.name, 2)
-                assert record is not None and record.plan is not None
-                plan = UpgradePlan.from_json(record.plan)
-                naive = dataclasses.replace(
-                    plan,
-                    partitions=tuple(
-                        dataclasses.replace(
-                            p, restart_offset=p.old_end_offset, quarantine_offset=p.old_end_offset
-                        )
-                        for p in plan.partitions
-                    ),
-                )
-                store.record_generation(dataclasses.replace(record, plan=naive.to_json()))
-        try:
-            run_pipeline(
-                RunRequest(settings=settings, available_now=True, echo=lambda _: None), spark
-            )
-        except PipelineError as refused:
-            return refused.exit_code
-        return 0
-
-    return run
-
-
-def _short_rows(report: ProofReport) -> list[tuple[int, int, tuple[object, ...]]]:
-    """Rows written with fewer events than expected (their other events never read)."""
-    short = []
-    for row, writers in report.written.items():
-        if row in report.expected and any(
-            metrics["views"] != report.expected[row]["views"] for _, metrics in writers
-        ):
-            short.append(row)
-    return short
 
 
 def _identity(finding: object) -> tuple[int, tuple[str, ...]]:
