@@ -41,6 +41,7 @@ from pyspark_kafka_upgrade._adapters.spark.session import local_session_factory,
 from pyspark_kafka_upgrade._adapters.storage.filesystem import absolute_uri
 from pyspark_kafka_upgrade._application.verify import gather
 from pyspark_kafka_upgrade._core.query.recipe import Parsing
+from pyspark_kafka_upgrade._core.reconciliation.backfill_checks import refusal
 from pyspark_kafka_upgrade._core.reconciliation.backfill_words import render_backfill
 from pyspark_kafka_upgrade._core.reconciliation.scope import (
     GenerationScope,
@@ -124,11 +125,9 @@ def backfill(
     sessions = spark if callable(spark) else (lambda: spark)
     facts = gather(settings, sessions)
     scopes = generation_scopes(facts)
-    if not scopes:
-        raise BackfillRefusedError(
-            f"upgrade backfill: no generation of {facts.pipeline!r} has run a batch: "
-            "nothing was written to backfill"
-        )
+    refused = refusal(scopes, facts.pipeline)
+    if refused is not None:
+        raise BackfillRefusedError(f"upgrade backfill: {refused}")
     current = scopes[-1]
     from_ms = request.from_ms if request.from_ms is not None else 0
     plan = read_plan(scopes, facts.earliest, from_ms=from_ms, to_ms=request.to_ms)
