@@ -61,15 +61,11 @@ MOVED_TO_THE_OLDEST = (f"{TRIAL}[trial1-seed20261126]",)
 TABLE_ONLY = (
     f"{NEGATIVE}::test_a_restart_from_earliest_on_delta_streaming_sink_writes_every_window_again",
 )
-# The backfill's proofs on pipelines of their own (late events and their negative control, a
-# naive restart repaired) run in the other worker, in a run of their own, for the balance;
-# the backfill of the upgrade verify's tests inspect, and its kill -9, stay with those.
+# Left to `make integration` for now, for CI's 30 minutes: the backfill's proofs (about four
+# minutes under CI's load: each backfill, verify and output show starts or runs Spark jobs).
+# In CI the demo's backfill (test_demo.py) runs the command end to end: its plan, its
+# commit, readers and `verify` obeying it, no null left in the new metric.
 BACKFILL = "tests/integration/test_backfill.py"
-BACKFILL_BESIDE = (
-    f"{BACKFILL}::test_a_backfill_leaves_out_the_events_generation_1_read_late",
-    f"{BACKFILL}::test_a_backfill_that_counts_the_late_events_is_caught_by_the_oracle_and_verify",
-    f"{BACKFILL}::test_a_backfill_repairs_the_windows_a_naive_restart_lost",
-)
 PARITY = (
     "tests/integration/test_builtin_connector.py::test_both_connectors_read_identical_dataframes"
 )
@@ -104,9 +100,10 @@ def test_the_library_passes_its_integration_suite(kafka_image: str) -> None:
     # kafka_image: tests/integration/test_container_backend.py starts containers of it.
     # In this environment, which holds the library's tools at its pins and the library
     # itself, editable: one virtualenv with pyspark fewer to build.
-    elsewhere = (*MOVED_TO_THE_TABLE, *MOVED_TO_THE_OLDEST, *TABLE_ONLY, *BACKFILL_BESIDE)
+    elsewhere = (*MOVED_TO_THE_TABLE, *MOVED_TO_THE_OLDEST, *TABLE_ONLY)
     moved = " ".join(f"--deselect={test}" for test in elsewhere)
-    env = {**ENV, "PYTEST_ADDOPTS": f"{REPORT} --ignore={BESIDE} --ignore={DELTA} {moved}"}
+    ignored = f"--ignore={BESIDE} --ignore={DELTA} --ignore={BACKFILL}"
+    env = {**ENV, "PYTEST_ADDOPTS": f"{REPORT} {ignored} {moved}"}
     result = run_tool(
         ["make", "integration", f"VENV={sys.prefix}"], cwd=LIBRARY, env=env, timeout=3000
     )
@@ -132,17 +129,6 @@ def test_the_library_passes_its_secured_kafka_tests() -> None:
     passed = [line for line in lines if line.startswith("PASSED ")]
     for test in SECURED:  # each for both connectors
         assert sum(line.startswith(f"PASSED {test}[") for line in passed) == 2, (test, passed)
-
-
-@pytest.mark.xdist_group("other suites")
-def test_the_librarys_backfill_proofs_on_pipelines_of_their_own_hold() -> None:
-    result = run_tool(
-        [str(Path(sys.prefix) / "bin" / "pytest"), "-m", "integration", *BACKFILL_BESIDE],
-        cwd=LIBRARY,
-        env=ENV,
-        timeout=1500,
-    )
-    check_suite_run("[library, backfill]", result.stdout, CONNECTOR, BACKFILL_BESIDE)
 
 
 @pytest.mark.xdist_group("other suites")
