@@ -20,6 +20,7 @@ once nothing is, writes nothing.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -197,39 +198,23 @@ def backfill(
                 ),
             )
             after_step(BACKFILL_STEPS[1])
-    return BackfillReport(
-        **{
-            **{name: getattr(report, name) for name in _REPORT_FIELDS},
-            "applied": True,
-            "backfill": number,
-            "windows": values.windows,
-            "rows": rows,
-            "ranges": values.ranges,
-            "left": tuple(
-                LeftWindows(reason, values.left[reason])
-                for reason in REASONS
-                if values.left.get(reason)
-            ),
-            "left_sample": tuple(
-                LeftSample(window.start_ms, window.end_ms, window.reason)
-                for window in values.left_sample
-            ),
-        }
+    return dataclasses.replace(
+        report,
+        applied=True,
+        backfill=number,
+        windows=values.windows,
+        rows=rows,
+        ranges=values.ranges,
+        left=tuple(
+            LeftWindows(reason, values.left[reason])
+            for reason in REASONS
+            if values.left.get(reason)
+        ),
+        left_sample=tuple(
+            LeftSample(window.start_ms, window.end_ms, window.reason)
+            for window in values.left_sample
+        ),
     )
-
-
-_REPORT_FIELDS = (
-    "pipeline",
-    "generation",
-    "aggregates",
-    "from_ms",
-    "to_ms",
-    "older_queries",
-    "offsets",
-    "records",
-    "deleted",
-    "partial_event_times",
-)
 
 
 def _older_queries(scopes: tuple[GenerationScope, ...]) -> tuple[OlderQuery, ...]:
