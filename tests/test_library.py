@@ -61,16 +61,12 @@ MOVED_TO_THE_OLDEST = (f"{TRIAL}[trial1-seed20261126]",)
 TABLE_ONLY = (
     f"{NEGATIVE}::test_a_restart_from_earliest_on_delta_streaming_sink_writes_every_window_again",
 )
-# Left to `make integration` for now, for CI's 30 minutes: the backfill's proofs (about four
-# minutes under CI's load: each backfill, verify and output show starts or runs Spark jobs).
-# In CI the demo's backfill (test_demo.py) runs the command end to end: its plan, its
-# commit, readers and `verify` obeying it, no null left in the new metric.
-BACKFILL = "tests/integration/test_backfill.py"
 PARITY = (
     "tests/integration/test_builtin_connector.py::test_both_connectors_read_identical_dataframes"
 )
 KILLS = "tests/integration/test_proof_kill_trials.py::test_kill_9_at_random_moments"
 PROOF = "tests/integration/test_proof_harness.py::test_the_proof_catches_a_query_whose_replay"
+BACKFILL = "tests/integration/test_backfill.py::test_a_backfill_"
 # The proofs run again on the oldest Spark: the upgrade, a kill trial (mid-batch) and the
 # negative controls, the new generation killed around its first commit, the plugin's proof
 # catching a query without its replay filter, and the parser mirror against that Spark's
@@ -89,12 +85,13 @@ OLDEST_PROOFS = (
 )
 
 
-# The longest test here: `make test` runs it in one pytest-xdist worker with the other-answers
-# project's suite, beside one that runs the other suites ("other suites"), which take about
-# as long together. Measured in a fresh clone's CI (s), on a slow run: integration 1,361
-# (the Delta table's tests in it then) + other answers (a Delta project) 367, against oldest
-# Spark 440 + benchmarks 388 + lint and unit 345 + default project 260 + secured Kafka 63;
-# the Delta table's tests (about 150) moved to the other worker since.
+# The longest test here: `make test` runs it in one pytest-xdist worker with two projects'
+# suites (the other answers' and a Delta project's on the oldest Spark), beside one that runs
+# the other suites ("other suites"), which take about as long together. Measured in a fresh
+# clone's CI (s), on a slow run (2026-11-29): integration 1,716 (the backfill's proofs in it)
+# + other answers 566 + Delta on the oldest Spark 466, of which cluster tests 367 since left
+# out; against the Delta table's proofs 614 + oldest Spark 614 + lint and unit 610 + default
+# project 399 + benchmarks 369 + secured Kafka 86.
 @pytest.mark.xdist_group("library")
 def test_the_library_passes_its_integration_suite(kafka_image: str) -> None:
     # kafka_image: tests/integration/test_container_backend.py starts containers of it.
@@ -102,14 +99,16 @@ def test_the_library_passes_its_integration_suite(kafka_image: str) -> None:
     # itself, editable: one virtualenv with pyspark fewer to build.
     elsewhere = (*MOVED_TO_THE_TABLE, *MOVED_TO_THE_OLDEST, *TABLE_ONLY)
     moved = " ".join(f"--deselect={test}" for test in elsewhere)
-    ignored = f"--ignore={BESIDE} --ignore={DELTA} --ignore={BACKFILL}"
-    env = {**ENV, "PYTEST_ADDOPTS": f"{REPORT} {ignored} {moved}"}
+    env = {**ENV, "PYTEST_ADDOPTS": f"{REPORT} --ignore={BESIDE} --ignore={DELTA} {moved}"}
     result = run_tool(
         ["make", "integration", f"VENV={sys.prefix}"], cwd=LIBRARY, env=env, timeout=3000
     )
     lines = check_suite_run("[library]", result.stdout, CONNECTOR, (PARITY,))
     for test in (KILLS, PROOF):
         assert any(line.startswith(f"PASSED {test}") for line in lines), f"{test} did not pass"
+    # The backfill's four proofs: metrics added (with its kill -9), late events, the negative
+    # control, the repair of a naive restart.
+    assert sum(line.startswith(f"PASSED {BACKFILL}") for line in lines) == 4, "backfill"
     beside = [line for line in lines if (BESIDE in line or DELTA in line) and "PASSED" in line]
     assert not beside, "ran twice"
     moved_lines = tuple(f"PASSED {test}" for test in elsewhere)
