@@ -197,6 +197,8 @@ BENCH_FIGURES = {
     "sink": {"sink.delta_over_parquet"},
     "scan": {"scan.throughput", "scan.throughput.workers2", "scan.memory"},
     "verify": {"verify.throughput.pykafka", "verify.throughput.builtin", "verify.memory"},
+    # Quick: the first connector only (bench/benchmarks/backfill.py says why).
+    "backfill": {"backfill.throughput.pykafka", "backfill.memory"},
     # Quick: the Delta pipeline only (bench/benchmarks/upgrade.py says why).
     "upgrade": {"upgrade.downtime.delta"},
 }

@@ -1,6 +1,16 @@
 """Every benchmark, in the order a run takes them: the pure ones first, the slowest last."""
 
-from bench.benchmarks import listener, planner, replay, scan, sink, source, upgrade, verify
+from bench.benchmarks import (
+    backfill,
+    listener,
+    planner,
+    replay,
+    scan,
+    sink,
+    source,
+    upgrade,
+    verify,
+)
 from bench.kit.context import Benchmark
 
 BENCHMARKS: tuple[Benchmark, ...] = (
@@ -11,5 +21,6 @@ BENCHMARKS: tuple[Benchmark, ...] = (
     sink.BENCHMARK,
     scan.BENCHMARK,
     verify.BENCHMARK,
+    backfill.BENCHMARK,
     upgrade.BENCHMARK,
 )

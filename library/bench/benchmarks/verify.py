@@ -24,24 +24,17 @@ read every record.
 
 from __future__ import annotations
 
-import gc
-import sys
 import threading
 import time
 from collections.abc import Callable
-from contextlib import AbstractContextManager, redirect_stdout
 from dataclasses import dataclass
-from typing import Any
-
-import psutil
 
 from bench.kit import topics
 from bench.kit.context import Benchmark, Connector, Context, Result
-from bench.kit.processes import MIB, Peak, peak_of
+from bench.kit.processes import MIB
+from bench.kit.runs import driver_peak, stream
 from bench.kit.timing import ratios, side_by_side
 from bench.record import Figure, Series, Target
-from pyspark_kafka_upgrade._application.run.queries import AGGREGATES_QUERY
-from pyspark_kafka_upgrade._application.run.run_command import RunRequest, run_pipeline
 from pyspark_kafka_upgrade._application.verify import VerifyRange, verify_pipeline
 from pyspark_kafka_upgrade._core.reconciliation.verify_words import render_report
 from pyspark_kafka_upgrade._core.settings import Settings
@@ -54,7 +47,6 @@ PARTITIONS = 2
 QUARTER = 0.25
 WARMUP_RECORDS = 20_000
 TIMEOUT_S = 1800
-SAMPLE_EVERY_S = 0.1
 
 
 @dataclass(frozen=True)
@@ -126,7 +118,7 @@ def measure(
         f"kafka.max_offsets_per_trigger={-(-topic.records // topic.batches)}",
     )
     done = Measured()
-    seconds, read = stream(ctx, settings)
+    seconds, read = stream(ctx.spark, settings, TIMEOUT_S)
     if read != topic.records:
         problems.append(
             f"{name}: the streaming job read {read:,} records, expected {topic.records:,}"
@@ -152,27 +144,6 @@ def measure(
     return done
 
 
-def stream(ctx: Context, settings: Settings) -> tuple[float, int]:
-    """`run` until caught up; its wall seconds and the records its aggregates query read."""
-    request = RunRequest(settings=settings, available_now=True, echo=lambda line: None)
-    session = ctx.spark
-    # The deadline asks the run to stop after the batches in flight, as Ctrl-C would.
-    deadline = threading.Timer(TIMEOUT_S, request.stop.set)
-    deadline.start()
-    started = time.perf_counter()
-    try:
-        # The table keeps stdout to itself.
-        with redirect_stdout(sys.stderr):
-            summary = run_pipeline(request, session)
-    finally:
-        deadline.cancel()
-    seconds = time.perf_counter() - started
-    if request.stop.is_set():
-        raise TimeoutError(f"{settings.pipeline.name}: streaming did not finish in {TIMEOUT_S} s")
-    progress = summary.progress.get(AGGREGATES_QUERY, [])
-    return seconds, sum(int(p["numInputRows"]) for p in progress)
-
-
 def verify(
     ctx: Context, settings: Settings, from_ms: int, what: str, problems: list[str]
 ) -> tuple[float, int, float]:
@@ -195,20 +166,6 @@ def verify(
         windows = ", ".join(f"{n:,} {status}" for status, n in sorted(report.counts.items()))
         problems.append(f"{what}: verify did not say OK (windows: {windows})")
     return seconds, report.events_read, peak.bytes / MIB
-
-
-def driver_peak(jvm: Any) -> AbstractContextManager[Peak]:
-    """After a GC of both heaps, the peak of the JVM's used heap + this process's RSS."""
-    runtime = jvm.java.lang.Runtime.getRuntime()
-    me = psutil.Process()
-    gc.collect()
-    jvm.java.lang.System.gc()
-
-    def used() -> int:
-        heap = int(runtime.totalMemory()) - int(runtime.freeMemory())
-        return heap + int(me.memory_info().rss)
-
-    return peak_of(used, SAMPLE_EVERY_S)
 
 
 def throughput_figure(connector: Connector, measured: list[Measured]) -> Figure:

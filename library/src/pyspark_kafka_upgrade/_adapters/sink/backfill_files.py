@@ -19,6 +19,8 @@ from functools import reduce
 from typing import TYPE_CHECKING
 
 from pyspark_kafka_upgrade._adapters.storage.filesystem import join_uri, open_location
+from pyspark_kafka_upgrade._core.query.columns import WINDOW_END, WINDOW_START
+from pyspark_kafka_upgrade._core.query.window_sql import owned_by
 from pyspark_kafka_upgrade._domain.records.backfill import (
     COMMIT_FILE,
     BackfillCommit,
@@ -39,8 +41,6 @@ __all__ = [
     "superseded",
     "write_backfill_rows",
 ]
-
-_US = 1000
 
 
 def backfill_directory(root: str, backfill: int) -> str:
@@ -118,15 +118,4 @@ def superseded(rows: DataFrame, commits: Sequence[BackfillCommit]) -> DataFrame:
 def _covered(commit: BackfillCommit) -> Column:
     from pyspark.sql import functions as F
 
-    start = F.unix_micros(F.col("window_start"))
-    end = F.unix_micros(F.col("window_end"))
-    size, slide = commit.window.duration_ms * _US, commit.window.slide_ms * _US
-    grid = (end - start == F.lit(size)) & (F.pmod(start, F.lit(slide)) == 0)
-    ends = reduce(
-        lambda any_, part: (
-            any_ | ((end > F.lit(part.after_ms * _US)) & (end <= F.lit(part.through_ms * _US)))
-        ),
-        commit.ranges,
-        F.lit(False),
-    )
-    return grid & ends
+    return F.expr(owned_by(commit, f"unix_micros({WINDOW_START})", f"unix_micros({WINDOW_END})"))

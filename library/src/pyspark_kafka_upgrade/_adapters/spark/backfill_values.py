@@ -46,6 +46,7 @@ from pyspark_kafka_upgrade._adapters.spark.window_pairs import (
 )
 from pyspark_kafka_upgrade._core.query.columns import WINDOW_END, WINDOW_START
 from pyspark_kafka_upgrade._core.query.recipe import Parsing
+from pyspark_kafka_upgrade._core.query.window_sql import on_grid
 from pyspark_kafka_upgrade._core.reconciliation.scope import GenerationScope
 from pyspark_kafka_upgrade._domain.records.backfill import EndRange
 from pyspark_kafka_upgrade._domain.records.sink import GENERATION
@@ -119,7 +120,7 @@ def backfill_values(
     found = written_windows(written, scopes, keys, from_ms, to_ms)
     if found is not None:
         # Rows of another grid (a window change) are not this grid's windows.
-        found = found.where(_of_grid(current))
+        found = found.where(F.expr(on_grid(current.window, START, END)))
     judged = _judged(expected, found, current, scopes, keys, hidden_event_times, floating)
     per_window = (
         judged.groupBy(START, END)
@@ -160,11 +161,6 @@ def backfill_values(
         left=left,
         left_sample=left_sample,
     )
-
-
-def _of_grid(current: GenerationScope) -> Column:
-    size, slide = current.window.duration_ms * US, current.window.slide_ms * US
-    return (F.col(END) - F.col(START) == F.lit(size)) & (F.pmod(F.col(START), F.lit(slide)) == 0)
 
 
 def _expected(

@@ -43,6 +43,7 @@ from pyspark_kafka_upgrade._core.query.columns import (
     WINDOW_START,
 )
 from pyspark_kafka_upgrade._core.query.recipe import Parsing
+from pyspark_kafka_upgrade._core.query.window_sql import owned_by
 from pyspark_kafka_upgrade._core.reconciliation.scope import GenerationScope
 from pyspark_kafka_upgrade._domain.records.backfill import BackfillCommit
 from pyspark_kafka_upgrade._domain.records.verification import (
@@ -404,17 +405,7 @@ def _status(
 
 def _covered(backfill: BackfillCommit) -> Column:
     """Whether the window is one ``backfill`` owns: of its grid, its end in its ranges."""
-    start, end = F.col(START), F.col(END)
-    size, slide = backfill.window.duration_ms * US, backfill.window.slide_ms * US
-    grid = (end - start == F.lit(size)) & (F.pmod(start, F.lit(slide)) == 0)
-    ends = reduce(
-        lambda any_, part: (
-            any_ | ((end > F.lit(part.after_ms * US)) & (end <= F.lit(part.through_ms * US)))
-        ),
-        backfill.ranges,
-        F.lit(False),
-    )
-    return grid & ends
+    return F.expr(owned_by(backfill, START, END))
 
 
 def _owning_backfill(backfills: Sequence[BackfillCommit]) -> Column:
