@@ -37,6 +37,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from confluent_kafka import TopicPartition
+from confluent_kafka.admin import AdminClient
 from pyspark.sql import SparkSession
 
 import pyspark_kafka_upgrade.testing._driver_process as driver_process
@@ -329,6 +331,65 @@ def test_a_backfill_repairs_the_windows_a_naive_restart_lost(
     verified = verify_pipeline(settings, EVERYTHING, spark=spark)
     assert verified.ok, render_report(verified)
     assert verified.count(Status.EXACT) == len(expected), render_report(verified)
+
+
+# -- Retention: the windows whose records are partly gone, named and left as they were ------
+
+# Generation 1 reads the first 40 minutes run by run, a batch each: a batch's event times
+# are what the ledger knows of the records it read.
+CHUNKS = (EVENTS[:12], EVENTS[12:24], EVENTS[24:40])
+# Retention deletes the three oldest records of partition 0 (round robin: minutes 0, 2, 4).
+DELETED_BEFORE = 3
+
+
+def test_a_backfill_leaves_the_windows_retention_took_records_of_as_they_were(
+    spark: SparkSession, kafka_backend: KafkaBackend, tmp_path: Path
+) -> None:
+    version_1, version_2 = pipeline(kafka_backend, tmp_path)
+    for chunk in CHUNKS:
+        send(version_1, chunk)
+        run(version_1, spark)
+    apply_command(version_2, accept_data_loss=False, spark=lambda: spark)
+    send(version_1, EVENTS[40:])
+    run(version_2, spark)
+    topic = version_2.kafka.topics[0]
+    admin = AdminClient({"bootstrap.servers": kafka_backend.bootstrap_servers})
+    for future in admin.delete_records([TopicPartition(topic, 0, DELETED_BEFORE)]).values():
+        future.result(timeout=30)
+    gone = [_event_ms(event) for event in EVENTS[: 2 * DELETED_BEFORE : PARTITIONS]]
+    before = read_as_a_reader(spark, version_2)
+
+    planned = backfill(version_2, BackfillRequest(plan_only=True), spark=spark)
+
+    # The plan names what retention took, and the event times it may have held.
+    assert [(d.topic, d.partition, d.first, d.end) for d in planned.deleted] == [
+        (topic, 0, 0, DELETED_BEFORE)
+    ], planned
+    assert all(
+        any(low <= moment <= high for low, high in planned.partial_event_times) for moment in gone
+    ), planned
+    assert not list((_local(version_2.pipeline.root) / "output").glob("backfill-*"))
+
+    done = backfill(version_2, BackfillRequest(), spark=spark)
+
+    after = read_as_a_reader(spark, version_2)
+    expected = oracle(version_2)  # every event once: what a window holds when none is gone
+    touched = {row for row in expected if any(row[0] <= ms < row[1] for ms in gone)}
+    owned = {row for row in expected if any(r.holds(row[1]) for r in done.ranges)}
+    assert done.backfill == 1 and owned, done
+    # A window that lost a record is never backfilled with a partial value: named, untouched.
+    assert not touched & owned, sorted(touched & owned)
+    assert {row: after[row] for row in touched} == {row: before[row] for row in touched}
+    assert all(after[row][1]["users"] is None for row in touched), "a partial value written"
+    left = {(w.window_start_ms, w.window_end_ms) for w in done.left_sample}
+    assert {row[:2] for row in touched} <= left, done.left_sample
+    assert {w.reason for w in done.left_sample} == {backfill_values.RETENTION}, done
+    assert [(w.reason, w.windows) for w in done.left] == [(backfill_values.RETENTION, len(left))]
+    # Every other window of generation 1 is backfilled, exactly.
+    w = watermark(EVENTS[:40])
+    assert {row[:2] for row in expected if row[1] <= w} == {row[:2] for row in owned} | left
+    differences = mismatches(version_2, {row: expected[row] for row in owned}, after)
+    assert not [text for row, text in differences.items() if row in owned], differences
 
 
 def as_options(overrides: list[str]) -> list[str]:
