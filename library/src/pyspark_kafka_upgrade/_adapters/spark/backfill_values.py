@@ -21,16 +21,17 @@ the driver; the rows go from the executors to the sink.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import reduce
+from functools import partial, reduce
 
-from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, LongType
 
 from pyspark_kafka_upgrade._adapters.spark import parsing
 from pyspark_kafka_upgrade._adapters.spark.recompute import (
+    holds_values,
     metric_over,
     same_value,
     written_name,
@@ -233,14 +234,16 @@ def _judged(
     unknown = F.coalesce(F.col(_UNKNOWN), F.lit(0))
     pending = F.coalesce(F.col(_PENDING), F.lit(0))
     # Which events the owner's row holds, when some are unsure: the row's own values say.
-    holds_counted = _equal_written(current.metrics, _x, floating)
-    holds_unsure = _equal_written(current.metrics, _y, floating)
+    holds_counted = holds_values(current.metrics, _x, floating)
+    holds_unsure = holds_values(current.metrics, _y, floating)
     for scope in scopes:
         if scope is current:
             continue
         mine = owner == scope.generation
-        holds_counted = holds_counted | (mine & _equal_owner(scope, _owner_e, floating))
-        holds_unsure = holds_unsure | (mine & _equal_owner(scope, _owner_u, floating))
+        its_counted = holds_values(scope.metrics, partial(_owner_e, scope), floating)
+        its_unsure = holds_values(scope.metrics, partial(_owner_u, scope), floating)
+        holds_counted = holds_counted | (mine & its_counted)
+        holds_unsure = holds_unsure | (mine & its_unsure)
     with_unsure = (unknown > 0) & ~holds_counted & holds_unsure
     included = in_states + F.when(with_unsure, unknown).otherwise(F.lit(0))
     targets = [
@@ -279,38 +282,6 @@ def _judged(
         .when(owner.isNull(), REASONS.index(NO_EVENTS))
     )
     return judged.select("*", needs.alias(_NEEDS), block.alias(_BLOCK))
-
-
-def _equal_written(
-    metrics: Sequence[MetricSpec], name: Callable[[MetricSpec], str], floating: frozenset[str]
-) -> Column:
-    """Whether the written row holds ``name``'s values of every metric."""
-    return reduce(
-        lambda every, metric: (
-            every
-            & same_value(F.col(written_name(metric.name)), F.col(name(metric)), metric, floating)
-        ),
-        metrics,
-        F.lit(True),
-    )
-
-
-def _equal_owner(
-    scope: GenerationScope,
-    name: Callable[[GenerationScope, MetricSpec], str],
-    floating: frozenset[str],
-) -> Column:
-    """Whether the written row holds ``name``'s values of every metric of its owner."""
-    return reduce(
-        lambda every, metric: (
-            every
-            & same_value(
-                F.col(written_name(metric.name)), F.col(name(scope, metric)), metric, floating
-            )
-        ),
-        scope.metrics,
-        F.lit(True),
-    )
 
 
 def _ranges(chosen: DataFrame, slide_us: int) -> tuple[EndRange, ...]:

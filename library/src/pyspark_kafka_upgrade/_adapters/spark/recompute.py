@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import reduce
+from functools import partial, reduce
 
 from pyspark.sql import Column, DataFrame, Observation, Row, SparkSession
 from pyspark.sql import functions as F
@@ -360,15 +360,17 @@ def _status(
             # Not written yet, whatever its events: never called lost. (A retired owner's
             # window past its last watermark is lost: nobody will write it.)
             still_open = still_open | (mine & beyond)
-        matches = matches | (mine & _all_equal(scope, _exact, floating))
-        matches_maybe = matches_maybe | (mine & _all_equal(scope, _maybe, floating))
+        exact = holds_values(scope.metrics, partial(_exact, scope), floating)
+        maybe = holds_values(scope.metrics, partial(_maybe, scope), floating)
+        matches = matches | (mine & exact)
+        matches_maybe = matches_maybe | (mine & maybe)
     done = F.when(late > 0, Status.LATE.value).otherwise(Status.EXACT.value)
     chain = F.when(writes > 1, Status.WRITTEN_TWICE.value)
     # A window a backfill owns, judged by the latest backfill that owns it.
     for backfill in reversed(backfills):
         metrics = backfill_metrics(backfill)
-        holds = _backfill_equal(backfill, metrics, _b_exact, floating)
-        holds_maybe = _backfill_equal(backfill, metrics, _b_maybe, floating)
+        holds = holds_values(metrics, partial(_b_exact, backfill), floating)
+        holds_maybe = holds_values(metrics, partial(_b_maybe, backfill), floating)
         chain = chain.when(
             _covered(backfill),
             F.when(
@@ -416,37 +418,19 @@ def _owning_backfill(backfills: Sequence[BackfillCommit]) -> Column:
     return owning
 
 
-def _backfill_equal(
-    backfill: BackfillCommit,
-    metrics: Sequence[MetricSpec],
-    name: Callable[[BackfillCommit, MetricSpec], str],
-    floating: frozenset[str],
+def holds_values(
+    metrics: Sequence[MetricSpec], expected: Callable[[MetricSpec], str], floating: frozenset[str]
 ) -> Column:
+    """Whether the written row holds, for every one of ``metrics``, the value in its column
+    ``expected(metric)``."""
     return reduce(
         lambda every, metric: (
             every
             & same_value(
-                F.col(written_name(metric.name)), F.col(name(backfill, metric)), metric, floating
+                F.col(written_name(metric.name)), F.col(expected(metric)), metric, floating
             )
         ),
         metrics,
-        F.lit(True),
-    )
-
-
-def _all_equal(
-    scope: GenerationScope,
-    name: Callable[[GenerationScope, MetricSpec], str],
-    floating: frozenset[str],
-) -> Column:
-    return reduce(
-        lambda every, metric: (
-            every
-            & same_value(
-                F.col(written_name(metric.name)), F.col(name(scope, metric)), metric, floating
-            )
-        ),
-        scope.metrics,
         F.lit(True),
     )
 
