@@ -14,37 +14,14 @@ from pyspark_kafka_upgrade._domain.records.backfill_report import (
     BackfillReportError,
     LeftSample,
     LeftWindows,
-    OlderQuery,
 )
-from pyspark_kafka_upgrade._domain.records.signature import Aggregate
-from pyspark_kafka_upgrade._domain.records.verification import DeletedRange
+from support.backfill_reports import backfill_plan
 
 MINUTE_MS = 60_000
 BASE_MS = 1_763_805_600_000  # 2025-11-22T10:00:00Z
 
 
-def plan(**changes: Any) -> BackfillReport:
-    """What `--plan` says: the offsets to read, what retention took of them."""
-    fields: dict[str, Any] = {
-        "pipeline": "page-views",
-        "generation": 2,
-        "aggregates": (
-            Aggregate("views", "count(*)"),
-            Aggregate("users", "approx_count_distinct(user_id)"),
-        ),
-        "applied": False,
-        "from_ms": 0,
-        "to_ms": None,
-        "older_queries": (OlderQuery(1, ("users",)),),
-        "offsets": {
-            "start": {"page-views": {"0": 5, "1": 0}},
-            "end": {"page-views": {"0": 91, "1": 91}},
-        },
-        "records": 177,
-        "deleted": (DeletedRange("page-views", 0, 0, 5),),
-        "partial_event_times": ((BASE_MS, BASE_MS + 80_000),),
-    }
-    return BackfillReport(**{**fields, **changes})
+plan = backfill_plan
 
 
 def applied(**changes: Any) -> BackfillReport:
