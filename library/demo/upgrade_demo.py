@@ -32,8 +32,8 @@ broker from PyPI: the same choice as the tests (KAFKA_BACKEND).
 Each run works in a fresh directory and on a topic of its own. `--connector builtin` plays
 it on Spark's JVM connector (its jars from SPARK_KAFKA_JARS, or Maven); `--sink delta` into one
 Delta table that both generations append to (Delta's jars from SPARK_DELTA_JARS, or Maven),
-and shows the table's history (the backfill, which does not support one table yet, refuses
-there in one line). It plays the
+and shows the table's history (the backfill is one more commit there, replacing those
+windows' rows). It plays the
 library's reference pipeline (``pyspark_kafka_upgrade._example``), which is the template's
 default project. Exit code 0 when the check holds, 1 when it does not, 2 when a step
 failed.
@@ -235,7 +235,7 @@ def demo(work: Path, bootstrap: str, connector: str, sink: SinkFormat = "parquet
     if one_table:
         show_history(table_location(str(work / "data")))
     checked, upgrade_rows = check(version_2, times)
-    backfill(version_2, one_table)
+    backfill(version_2, one_table, work)
 
     heading(
         "8. Verify, as a team would after its own upgrade",
@@ -281,7 +281,7 @@ def demo(work: Path, bootstrap: str, connector: str, sink: SinkFormat = "parquet
     return ok if contrast == 0 else 1
 
 
-def backfill(settings: Path, one_table: bool) -> None:
+def backfill(settings: Path, one_table: bool, work: Path) -> None:
     """Version 2's users for the windows generation 1 wrote without them: the plan, the
     backfill, and the history as a reader now sees it."""
     heading(
@@ -292,18 +292,26 @@ def backfill(settings: Path, one_table: bool) -> None:
         "it would read, and what retention took (windows it cannot compute whole are named "
         "and left as they are).",
     )
-    if one_table:
-        say("One table (delta) is not supported yet: the command refuses in one line.\n")
-        cli(settings, "upgrade", "backfill", "--plan", expect=2)
-        return
     cli(settings, "upgrade", "backfill", "--plan")
-    say(
-        "The backfill writes its rows into output/backfill-1/ and then its commit, "
-        "_backfill.json, at once: from then on every reader, `output show` and `verify` read "
-        "the windows it names from there. Run again, it finds nothing left to do.\n"
-    )
+    if one_table:
+        say(
+            "On the table, the backfill is one commit: its rows replace every row of the "
+            "windows it fills (replaceWhere), and its userMetadata names them. Every reader of "
+            "the table, Spark or not, sees each window once. Run again, it finds nothing left "
+            "to do; its number is a Delta transaction, so a second write of it changes "
+            "nothing.\n"
+        )
+    else:
+        say(
+            "The backfill writes its rows into output/backfill-1/ and then its commit, "
+            "_backfill.json, at once: from then on every reader, `output show` and `verify` "
+            "read the windows it names from there. Run again, it finds nothing left to do.\n"
+        )
     cli(settings, "upgrade", "backfill")
-    show_backfills(settings.parent / "data" / "output")
+    if one_table:
+        show_history(table_location(str(work / "data")))
+    else:
+        show_backfills(settings.parent / "data" / "output")
     say(
         "The history as a reader sees it: every window has users. The generation column "
         "still says whose events each row counts.\n"
@@ -336,13 +344,29 @@ def show_backfills(output: Path) -> None:
 
 def show_history(table: str) -> None:
     """The table's commits, as delta-rs reads its log (Spark's DESCRIBE HISTORY says the same):
-    one a batch, each marked with its generation and batch."""
+    one a batch, each marked with its generation and batch; a backfill's with the windows it
+    owns (the whole record is in its userMetadata)."""
     from deltalake import DeltaTable
 
-    say(f"The table's history ({table}), one commit a batch, read with delta-rs:\n")
+    say(
+        f"The table's history ({table}), one commit a batch (and one a backfill), read with "
+        "delta-rs:\n"
+    )
     print(f"  {'version':>7}  {'operation':<9}  userMetadata")
     for commit in reversed(DeltaTable(table).history()):
-        print(f"  {commit['version']:>7}  {commit['operation']:<9}  {commit.get('userMetadata')}")
+        mark = commit.get("userMetadata")
+        record = json.loads(mark) if mark else {}
+        if "backfill" in record:
+            ends = ", ".join(
+                f"after {_clock(part['after_ms'])} through {_clock(part['through_ms'])}"
+                for part in record["ranges"]
+            )
+            mark = (
+                f"backfill {record['backfill']}: {record['rows']} rows, the "
+                f"{record['windows']} windows ending {ends}, by generation "
+                f"{record['generation']}'s query"
+            )
+        print(f"  {commit['version']:>7}  {commit['operation']:<9}  {mark}")
     print(flush=True)
 
 

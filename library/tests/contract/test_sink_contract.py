@@ -1,6 +1,7 @@
 """The contract every sink keeps, run against each sink this project has (each format of each
 kind in ``values.catalog.SINKS``): what a generation committed, its rows read back exactly,
-generations apart, damage reported rather than read, and where each generation's output is.
+generations apart, damage reported rather than read, where each generation's output is, and
+a backfill's rows read instead of the ones it replaces.
 
 Generations are written through ``Sink.start`` by file-source queries over rows already
 shaped like the windowed aggregates (``support.sinks``): no Kafka. A damaged committed file
@@ -10,6 +11,7 @@ is one the test changes after its batch committed, as storage or a person would.
 from __future__ import annotations
 
 import dataclasses
+import re
 from pathlib import Path
 
 import pytest
@@ -24,9 +26,16 @@ from pyspark_kafka_upgrade._adapters.sink.reading import (
 from pyspark_kafka_upgrade._adapters.spark.spark_errors import (
     failed_file,
 )
+from pyspark_kafka_upgrade._domain.records.backfill import (
+    BackfillCommit,
+    EndRange,
+)
 from pyspark_kafka_upgrade._domain.records.damage import (
     Damage,
     Part,
+)
+from pyspark_kafka_upgrade._domain.records.signature import (
+    Aggregate,
 )
 from pyspark_kafka_upgrade._domain.records.sink import (
     GENERATION,
@@ -37,7 +46,11 @@ from pyspark_kafka_upgrade._domain.records.sink_errors import (
     NoOutputError,
 )
 from pyspark_kafka_upgrade._domain.values.catalog import (
+    SINKS,
     SinkFormat,
+)
+from pyspark_kafka_upgrade._domain.values.validation import (
+    WindowSpec,
 )
 
 window = sinks.window
@@ -273,3 +286,100 @@ def test_a_committed_file_spark_cannot_read_is_named_and_read_around(
         return text_rows(sink.read(spark, current))
 
     assert read_around_damage(sink, outputs, attempt, failed_file=failed_file) == rest
+
+
+# --- backfills --------------------------------------------------------------------------------
+
+MINUTE_MS = 60_000
+TEN_O_CLOCK_MS = int(sinks.START.timestamp() * 1000)
+BACKFILLED = "generation INT, " + sinks.V2
+
+
+def backfill_of(number: int, ends_minutes: list[tuple[int, int]], rows: int) -> BackfillCommit:
+    """Backfill ``number`` with version 2's query, owning the 10-minute windows whose end lies
+    in each (after, through] of ``ends_minutes`` (minutes after 10:00)."""
+    return BackfillCommit(
+        backfill=number,
+        pipeline="contract",
+        generation=2,
+        window=WindowSpec(10 * MINUTE_MS, 10 * MINUTE_MS, 0),
+        grouping_keys=("article_id",),
+        aggregates=(Aggregate("views", "count(*)"), Aggregate("users", "count(user_id)")),
+        ranges=tuple(
+            EndRange(TEN_O_CLOCK_MS + after * MINUTE_MS, TEN_O_CLOCK_MS + through * MINUTE_MS)
+            for after, through in ends_minutes
+        ),
+        files=(),
+        windows=sum((through - after) // 10 for after, through in ends_minutes),
+        rows=rows,
+        created_at_ms=1_795_341_600_000,
+    )
+
+
+def backfill_rows(spark: SparkSession, generation: int, *rows: sinks.Row) -> DataFrame:
+    """A backfill's rows, as ``upgrade backfill`` writes them: the owner's generation first."""
+    return spark.createDataFrame([(generation, *row.values()) for row in rows], BACKFILLED)
+
+
+def test_a_backfill_replaces_the_rows_of_the_windows_it_owns_for_every_reader(
+    sink_format: SinkFormat, tmp_path: Path, spark: SparkSession
+) -> None:
+    root = tmp_path / "pipeline"
+    sinks.write_generation(spark, root, 1, FIRST, schema=sinks.V1, file_format=sink_format)
+    sinks.write_generation(spark, root, 2, SECOND, schema=sinks.V2, file_format=sink_format)
+    sink = sinks.sink_of(root, sink_format)
+    assert (sink.backfills(), sink.next_backfill()) == ([], 1)
+    # The window 10:00-10:10 of generation 1, recomputed with users; "b" had no event left.
+    commit = backfill_of(1, [(0, 10)], rows=1)
+    moments: list[str] = []
+
+    where = sink.write_backfill(
+        backfill_rows(spark, 1, window(0, "a", 3, users=2)),
+        commit,
+        rows_written=lambda: moments.append("rows written"),
+    )
+
+    # Where a reader finds it: the table's version that committed it, or its directory. A
+    # file sink's rows are written before its commit; a table's commit holds both.
+    if SINKS[sink_format].one_table:
+        table = re.escape(sink.location(1))
+        assert re.fullmatch(rf"version \d+ of the Delta table {table}", where), where
+        assert moments == []
+    else:
+        assert (where, moments) == ("output directory backfill-1", ["rows written"])
+    assert [(c.backfill, c.ranges, c.rows) for c in sink.backfills()] == [(1, commit.ranges, 1)]
+    assert sink.next_backfill() == 2
+    both = sink.read(spark, sink.outputs())
+    assert text_rows(both) == [
+        ("1", "2025-11-22 10:00:00", "2025-11-22 10:10:00", "a", "3", "2"),
+        (*FIRST_ROWS[2], None),
+        *SECOND_ROWS,
+    ]
+    # Read one generation at a time, the backfilled row is its owner's.
+    assert text_rows(sink.read(spark, sink.outputs([2]))) == SECOND_ROWS
+
+
+def test_a_later_backfill_owns_the_windows_an_earlier_one_did(
+    sink_format: SinkFormat, tmp_path: Path, spark: SparkSession
+) -> None:
+    root = tmp_path / "pipeline"
+    sinks.write_generation(spark, root, 1, FIRST, schema=sinks.V1, file_format=sink_format)
+    sinks.write_generation(spark, root, 2, SECOND, schema=sinks.V2, file_format=sink_format)
+    sink = sinks.sink_of(root, sink_format)
+    sink.write_backfill(
+        backfill_rows(spark, 1, window(0, "a", 3, users=2), window(0, "b", 1, users=1)),
+        backfill_of(1, [(0, 10)], rows=2),
+    )
+
+    sink.write_backfill(
+        backfill_rows(spark, 1, window(0, "a", 3, users=3), window(10, "a", 2, users=1)),
+        backfill_of(2, [(0, 20)], rows=2),
+    )
+
+    assert [commit.backfill for commit in sink.backfills()] == [1, 2]
+    assert sink.next_backfill() == 3
+    assert text_rows(sink.read(spark, sink.outputs())) == [
+        ("1", "2025-11-22 10:00:00", "2025-11-22 10:10:00", "a", "3", "3"),
+        ("1", "2025-11-22 10:10:00", "2025-11-22 10:20:00", "a", "2", "1"),
+        *SECOND_ROWS,
+    ]

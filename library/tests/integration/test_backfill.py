@@ -25,6 +25,12 @@ own, played here run by run:
   the windows open at the stop lose events, and `verify` says so. The backfill rewrites
   them with every event (those generation 2 never read too): `verify` then finds every
   window exact, and the events' true counts agree.
+
+Then retention that deleted the oldest records (the windows that lost one are named and left
+as they were), and the same upgrade into one **Delta table**: a kill -9 inside the Spark job
+that writes the backfill's rows (one task's file written, no commit) leaves the table as
+every reader saw it; run again, one commit replaces the rows of generation 1's windows, which
+delta-rs, with no Spark, reads once each and equal to the oracle.
 """
 
 from __future__ import annotations
@@ -35,13 +41,16 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 import pytest
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient
+from deltalake import DeltaTable
 from pyspark.sql import SparkSession
 
 import pyspark_kafka_upgrade.testing._driver_process as driver_process
+import support.kill_in_backfill as kill_in_backfill
 from pyspark_kafka_upgrade._adapters.ledger.opening import open_store
 from pyspark_kafka_upgrade._adapters.spark import backfill_values
 from pyspark_kafka_upgrade._application.backfill import BACKFILL_STEPS, BackfillRequest, backfill
@@ -56,12 +65,14 @@ from pyspark_kafka_upgrade._domain.records.verification import (
     Status,
     WindowFinding,
 )
+from pyspark_kafka_upgrade._domain.values.layout import table_location
 from pyspark_kafka_upgrade._example.pipeline import PROJECT
 from pyspark_kafka_upgrade.testing import (
     KafkaBackend,
     ProofReport,
     create_topic,
     produce,
+    prove_upgrade,
     unique_topic,
 )
 from pyspark_kafka_upgrade.testing._proof import (
@@ -390,6 +401,106 @@ def test_a_backfill_leaves_the_windows_retention_took_records_of_as_they_were(
     assert {row[:2] for row in expected if row[1] <= w} == {row[:2] for row in owned} | left
     differences = mismatches(version_2, {row: expected[row] for row in owned}, after)
     assert not [text for row, text in differences.items() if row in owned], differences
+
+
+# -- The Delta table: one commit replaces the windows' rows ---------------------------------
+
+
+@pytest.fixture(scope="module")
+def upgrade_into_a_table(
+    spark: SparkSession, kafka_backend: KafkaBackend, tmp_path_factory: pytest.TempPathFactory
+) -> ProofReport:
+    report = prove_upgrade(
+        PROJECT,
+        spark,
+        kafka_backend,
+        tmp_path_factory.mktemp("backfill-delta"),
+        events=EVENTS,
+        stop_after=40,
+        version_2=[METRICS_ADDED],
+        # The pykafka source whatever the connector under test: CI runs the file sink's
+        # backfills on the built-in one, so between them both connectors' reads are proven.
+        settings=[*WINDOWS, "sink.format=delta", "kafka.connector=python"],
+    )
+    assert report.exact, report.explain()
+    return report
+
+
+def test_a_backfill_of_the_delta_table_is_one_commit_and_a_kill_mid_write_changes_nothing(
+    upgrade_into_a_table: ProofReport,
+    spark: SparkSession,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    settings = upgrade_into_a_table.settings
+    assert settings is not None
+    table = table_location(settings.pipeline.root)
+    before, version = table_as_a_reader(table, settings), DeltaTable(table).version()
+    assert any(values.get("users") is None for _, values in before.values()), "nothing to fill"
+
+    # Killed inside the Spark job that writes the rows: one task's file is in the table's
+    # directory, the commit is not. Every reader of the table sees it as it was.
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    monkeypatch.setenv(kill_in_backfill.MARKS_ENV_VAR, str(marks))
+    killed = driver_process.DriverProcess(
+        [
+            kill_in_backfill.MID_WRITE,
+            *as_options(settings_overrides(settings)),
+            "upgrade",
+            "backfill",
+            # One task at a time: the first task's file is whole when the second one dies.
+            "--master=local[1]",
+        ],
+        tmp_path,
+        module="support.kill_in_backfill",
+    )
+    assert killed.wait(TIMEOUT_S) == SIGKILL_EXIT, killed.output
+    assert (marks / "killed").is_file(), killed.output
+    live = {_local(unquote(uri)) for uri in DeltaTable(table).file_uris()}
+    data = [path for path in _local(table).rglob("*.parquet") if "_delta_log" not in path.parts]
+    assert [path for path in data if path not in live], "the killed write left no file"
+    assert DeltaTable(table).version() == version
+    assert table_as_a_reader(table, settings) == before
+
+    done = backfill(settings, BackfillRequest(), spark=spark)
+
+    # One commit: the rows of generation 1's windows replaced, every window once.
+    assert done.backfill == 1, done
+    assert done.committed_in == f"version {version + 1} of the Delta table {table}", done
+    assert DeltaTable(table).version() == version + 1
+    (last,) = DeltaTable(table).history(limit=1)
+    assert json.loads(last["userMetadata"])["backfill"] == 1, last
+    expected = oracle(settings)
+    found = table_as_a_reader(table, settings)
+    watermark_ms = upgrade_into_a_table.plan.watermark_ms
+    old = {row[:2] for row in expected if row[1] <= watermark_ms}
+    assert done.windows == len(old), (done.windows, sorted(old))
+    differences = mismatches(settings, expected, found)
+    assert not differences, "\n".join(differences.values())
+    assert {found[row][0] for row in expected if row[1] <= watermark_ms} == {1}
+
+    verified = verify_pipeline(settings, EVERYTHING, spark=spark)
+    assert verified.ok, render_report(verified)
+    assert verified.count(Status.EXACT) == len(expected), render_report(verified)
+
+    # Run again: nothing left, no commit.
+    again = backfill(settings, BackfillRequest(), spark=spark)
+    assert again.backfill is None and again.windows == 0, again
+    assert DeltaTable(table).version() == version + 1
+
+
+def table_as_a_reader(table: str, settings: Settings) -> dict[Row, tuple[int, dict[str, Any]]]:
+    """Each window and key in the Delta table, as delta-rs (no Spark) reads it. Two rows for
+    one identity fail."""
+    keys = settings.aggregation.keys
+    rows: dict[Row, tuple[int, dict[str, Any]]] = {}
+    for row in DeltaTable(table).to_pyarrow_table().to_pylist():
+        start, end = _ms(row["window_start"]), _ms(row["window_end"])
+        identity = (start, end, tuple(row[key] for key in keys))
+        assert identity not in rows, f"{identity} read twice"
+        rows[identity] = (int(row.pop("generation")), row)
+    return rows
 
 
 def as_options(overrides: list[str]) -> list[str]:

@@ -92,6 +92,7 @@ def settings_overrides(settings: Settings) -> list[str]:
         "sink.trigger_interval=1 second",
         f"ledger.store={settings.ledger.store}",
         f"ledger.location={settings.ledger.location}",
+        f"sink.format={settings.sink.format}",
         *WINDOWS,
         METRICS_ADDED,
     ]

@@ -31,6 +31,7 @@ def applied(**changes: Any) -> BackfillReport:
         "from_ms": BASE_MS,
         "to_ms": BASE_MS + 60 * MINUTE_MS,
         "backfill": 1,
+        "committed_in": "output directory backfill-1",
         "windows": 2,
         "rows": 6,
         "ranges": (EndRange(BASE_MS + 10 * MINUTE_MS, BASE_MS + 30 * MINUTE_MS),),
@@ -43,7 +44,10 @@ def applied(**changes: Any) -> BackfillReport:
     return plan(**{**fields, **changes})
 
 
-@pytest.mark.parametrize("report", [plan(), applied(), applied(backfill=None, windows=0, rows=0)])
+@pytest.mark.parametrize(
+    "report",
+    [plan(), applied(), applied(backfill=None, committed_in=None, windows=0, rows=0)],
+)
 def test_the_document_reads_back_as_the_report_it_was(report: BackfillReport) -> None:
     document = json.loads(json.dumps(report.to_json()))
     assert BackfillReport.from_json(document) == report
@@ -57,6 +61,8 @@ def test_the_document_states_its_format_and_its_event_times_as_pairs() -> None:
         {"after_ms": BASE_MS + 10 * MINUTE_MS, "through_ms": BASE_MS + 30 * MINUTE_MS}
     ]
     assert document["left"][0] == {"reason": "records deleted by retention", "windows": 1}
+    assert document["committed_in"] == "output directory backfill-1"
+    assert plan().to_json()["committed_in"] is None
 
 
 def test_a_newer_document_is_refused_in_one_line() -> None:

@@ -50,6 +50,7 @@ def test_a_backfill_names_its_commit_the_windows_it_rewrote_and_those_it_left() 
     done = report(
         applied=True,
         backfill=1,
+        committed_in="output directory backfill-1",
         windows=3,
         rows=9,
         ranges=(
@@ -83,6 +84,7 @@ def test_windows_left_beyond_the_sample_are_counted() -> None:
     done = report(
         applied=True,
         backfill=2,
+        committed_in="output directory backfill-2",
         windows=1,
         rows=1,
         ranges=(EndRange(BASE_MS + 20 * MINUTE_MS, BASE_MS + 30 * MINUTE_MS),),
@@ -100,6 +102,23 @@ def test_windows_left_beyond_the_sample_are_counted() -> None:
         "    2025-11-22 10:00:00Z to 2025-11-22 10:10:00Z: records deleted by retention",
         "    … and 2 more",
     ]
+
+
+def test_a_backfill_of_a_delta_table_names_the_tables_version_that_committed_it() -> None:
+    table = "file:/data/output/table"
+    done = report(
+        applied=True,
+        backfill=1,
+        committed_in=f"version 12 of the Delta table {table}",
+        windows=1,
+        rows=3,
+        ranges=(EndRange(BASE_MS, BASE_MS + 10 * MINUTE_MS),),
+    )
+
+    assert render_backfill(done).splitlines()[len(HEAD) + 1 + len(OFFSETS)] == (
+        f"backfill 1 committed (version 12 of the Delta table {table}): rewrote 1 window "
+        "(3 rows), those ending in:"
+    )
 
 
 def test_run_again_it_says_there_is_nothing_left_to_do() -> None:

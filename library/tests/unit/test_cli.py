@@ -613,37 +613,6 @@ def test_upgrade_backfill_refuses_an_empty_range_in_one_line(
     )
 
 
-@pytest.mark.parametrize("options", [["--plan"], [], ["--json"]], ids=["plan", "apply", "json"])
-def test_upgrade_backfill_refuses_a_delta_table_in_one_line_before_spark_starts(
-    options: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    started: list[str] = []
-
-    def no_spark(*args: object, **kwargs: object) -> Callable[[], object]:
-        def session() -> object:
-            started.append("spark")
-            raise AssertionError("the refusal starts Spark")
-
-        return session
-
-    def no_gathering(*args: object, **kwargs: object) -> object:
-        started.append("gather")
-        raise AssertionError("the refusal reads the ledger and Kafka")
-
-    monkeypatch.setattr(backfill_command, "local_session_factory", no_spark)
-    monkeypatch.setattr(backfill_command, "gather", no_gathering)
-
-    assert main(["--set", "sink.format=delta", "upgrade", "backfill", *options]) == 2
-
-    assert started == []
-    captured = capsys.readouterr()
-    assert captured.out == ""
-    assert captured.err == (
-        f'{PROG}: error: upgrade backfill: sink.format = "delta" is not supported yet: this '
-        "version backfills a file sink (parquet, orc) only\n"
-    )
-
-
 def _parsers(parser: argparse.ArgumentParser) -> Iterator[argparse.ArgumentParser]:
     yield parser
     for action in parser._actions:

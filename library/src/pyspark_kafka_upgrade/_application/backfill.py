@@ -11,7 +11,8 @@ that every reader and `verify` obey from then on.
     decide   which offsets hold events of the range, what retention took (``scope``)
     --plan   stop here: the offsets, their records, the windows retention left partial
     compute  each window's values and whether it needs them (``spark.backfill_values``)
-    write    the rows, then the commit (``sink.backfill_files``)
+    write    the rows and the commit (``Sink.write_backfill``): a file sink's directory of
+             its own, then its commit file; a Delta table's one commit replacing the rows
 
 A kill at any point leaves the output as it was (no commit yet: nobody reads the files) or
 backfilled (the commit is written at once); running it again finds what is left to do, and
@@ -28,13 +29,6 @@ from dataclasses import dataclass
 from pyspark.sql import SparkSession
 
 from pyspark_kafka_upgrade._adapters.kafka.connector import read_kafka_range
-from pyspark_kafka_upgrade._adapters.sink.backfill_files import (
-    backfill_directory,
-    commit_backfill,
-    committed_backfills,
-    next_backfill,
-    write_backfill_rows,
-)
 from pyspark_kafka_upgrade._adapters.sink.opening import open_sink
 from pyspark_kafka_upgrade._adapters.spark.backfill_values import REASONS, backfill_values
 from pyspark_kafka_upgrade._adapters.spark.progress_bar import job_progress
@@ -60,7 +54,6 @@ from pyspark_kafka_upgrade._domain.records.backfill_report import (
 )
 from pyspark_kafka_upgrade._domain.records.signature import Aggregate
 from pyspark_kafka_upgrade._domain.records.sink import require_committed
-from pyspark_kafka_upgrade._domain.values.catalog import SINKS
 from pyspark_kafka_upgrade._domain.values.clock import now_ms
 from pyspark_kafka_upgrade._domain.values.outcome import Outcome
 
@@ -118,11 +111,6 @@ def backfill(
     """Plan the backfill of ``request``'s range and, unless ``plan_only``, do it.
 
     ``after_step`` is called with each of ``BACKFILL_STEPS`` once done (tests kill there)."""
-    if SINKS[settings.sink.format].one_table:
-        raise BackfillRefusedError(
-            f'upgrade backfill: sink.format = "{settings.sink.format}" is not supported yet: '
-            "this version backfills a file sink (parquet, orc) only"
-        )
     sessions = spark if callable(spark) else (lambda: spark)
     facts = gather(settings, sessions)
     scopes = generation_scopes(facts)
@@ -173,16 +161,13 @@ def backfill(
             to_ms=request.to_ms,
             hidden_event_times=plan.hidden_event_times,
         )
-        number, rows = None, 0
+        number, rows, committed_in = None, 0, None
         if values.windows:
-            number = next_backfill(committed_backfills(root))
-            directory = backfill_directory(root, number)
+            number = sink.next_backfill()
             rows_frame = values.rows.cache()
             rows = rows_frame.count()
-            files = write_backfill_rows(rows_frame, directory, settings.sink.format)
-            after_step(BACKFILL_STEPS[0])
-            commit_backfill(
-                directory,
+            committed_in = sink.write_backfill(
+                rows_frame,
                 BackfillCommit(
                     backfill=number,
                     pipeline=facts.pipeline,
@@ -191,17 +176,19 @@ def backfill(
                     grouping_keys=current.keys,
                     aggregates=report.aggregates,
                     ranges=values.ranges,
-                    files=files,
+                    files=(),
                     windows=values.windows,
                     rows=rows,
                     created_at_ms=now_ms(),
                 ),
+                rows_written=lambda: after_step(BACKFILL_STEPS[0]),
             )
             after_step(BACKFILL_STEPS[1])
     return dataclasses.replace(
         report,
         applied=True,
         backfill=number,
+        committed_in=committed_in,
         windows=values.windows,
         rows=rows,
         ranges=values.ranges,

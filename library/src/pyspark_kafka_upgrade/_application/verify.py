@@ -20,7 +20,6 @@ from pyspark_kafka_upgrade._adapters.checkpoint.reader import checkpoint_facts, 
 from pyspark_kafka_upgrade._adapters.kafka.connector import open_metadata, read_kafka_range
 from pyspark_kafka_upgrade._adapters.kafka.initial_offsets import load_initial_offsets
 from pyspark_kafka_upgrade._adapters.ledger.opening import ledger_exists, open_store
-from pyspark_kafka_upgrade._adapters.sink.backfill_files import committed_backfills
 from pyspark_kafka_upgrade._adapters.sink.opening import open_sink
 from pyspark_kafka_upgrade._adapters.sink.reading import read_around_damage
 from pyspark_kafka_upgrade._adapters.spark.progress_bar import job_progress
@@ -55,7 +54,6 @@ from pyspark_kafka_upgrade._domain.records.verification import (
     VerifyFacts,
     VerifyReport,
 )
-from pyspark_kafka_upgrade._domain.values.catalog import SINKS
 from pyspark_kafka_upgrade._domain.values.layout import GenerationLayout
 from pyspark_kafka_upgrade._domain.values.offsets import PartitionKey, flatten
 from pyspark_kafka_upgrade._domain.values.outcome import Outcome
@@ -122,8 +120,8 @@ def verify_pipeline(
     session = sessions()
     root = absolute_uri(settings.pipeline.root)
     sink = open_sink(settings.sink, root)
-    # The windows backfills own, judged by their query (a table sink has none yet).
-    backfills = [] if SINKS[settings.sink.format].one_table else committed_backfills(root)
+    # The windows backfills own, judged by their query.
+    backfills = sink.backfills()
     rules = Parsing(
         events=settings.project.events,
         time_source=settings.events.time_source,

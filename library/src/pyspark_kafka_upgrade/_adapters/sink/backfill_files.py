@@ -36,7 +36,6 @@ __all__ = [
     "backfill_directory",
     "commit_backfill",
     "committed_backfills",
-    "next_backfill",
     "read_backfills",
     "superseded",
     "write_backfill_rows",
@@ -61,10 +60,6 @@ def committed_backfills(root: str) -> list[BackfillCommit]:
         if commit.exists():
             commits.append(BackfillCommit.from_json(json.loads(commit.read_bytes())))
     return sorted(commits, key=lambda commit: commit.backfill)
-
-
-def next_backfill(commits: Sequence[BackfillCommit]) -> int:
-    return max((commit.backfill for commit in commits), default=0) + 1
 
 
 def write_backfill_rows(rows: DataFrame, directory: str, file_format: str) -> tuple[str, ...]:

@@ -11,6 +11,11 @@ Each batch of each generation is one commit (``delta_writer``), carrying two mar
 
 Files belong to a generation by their partition (``generation=<n>``): the table is
 partitioned by generation, so no file, even after an OPTIMIZE, mixes two.
+
+A backfill (``delta_writer.write_table_backfill``) is one commit too: its ``userMetadata`` is
+its whole ``BackfillCommit`` (the windows it owns from then on), its ``txn`` action
+application ``pyspark-kafka-upgrade/backfill`` with version = its number, so the next
+backfill's number is known even once the log has dropped the commits that name the earlier.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from pyspark_kafka_upgrade._core.formats.sink_log import SinkFileEntry
+from pyspark_kafka_upgrade._domain.records.backfill import BackfillCommit
 from pyspark_kafka_upgrade._domain.records.sink import GENERATION
 from pyspark_kafka_upgrade._domain.records.sink_errors import DeltaLogError
 
@@ -28,8 +34,11 @@ if TYPE_CHECKING:
     from deltalake import DeltaTable
 
 __all__ = [
+    "BACKFILL_APP_ID",
     "TableLog",
     "app_id",
+    "backfill_mark",
+    "backfill_version",
     "commit_mark",
     "has_log",
     "last_batch",
@@ -38,6 +47,7 @@ __all__ = [
 ]
 
 _APP_PREFIX = "pyspark-kafka-upgrade/generation-"
+BACKFILL_APP_ID = "pyspark-kafka-upgrade/backfill"
 _ADVICE = (
     "install the library's `delta` extra (pip install 'pyspark-kafka-upgrade[delta]'), which "
     "reads a Delta table's log without Spark"
@@ -59,6 +69,9 @@ class TableLog:
     files: Mapping[int, tuple[SinkFileEntry, ...]] = field(default_factory=dict)
     # Each generation's batches the retained log names, ascending.
     batches: Mapping[int, tuple[int, ...]] = field(default_factory=dict)
+    # The backfills the retained log names, oldest first, and the last number any took.
+    backfills: tuple[BackfillCommit, ...] = ()
+    last_backfill: int | None = None
 
     @property
     def generations(self) -> list[int]:
@@ -88,10 +101,14 @@ def read_table_log(location: str) -> TableLog:
             )
         )
     batches: dict[int, set[int]] = {}
+    backfills: dict[int, BackfillCommit] = {}
     for commit in table.history():
         mark = commit_mark(commit.get("userMetadata"))
         if mark is not None:
             batches.setdefault(mark[0], set()).add(mark[1])
+        backfill = backfill_mark(commit.get("userMetadata"))
+        if backfill is not None:
+            backfills[backfill.backfill] = backfill
     for generation in list(batches) + list(files):
         last = table.transaction_version(app_id(generation))
         if last is not None:
@@ -101,6 +118,8 @@ def read_table_log(location: str) -> TableLog:
         version=table.version(),
         files={generation: tuple(entries) for generation, entries in sorted(files.items())},
         batches={generation: tuple(sorted(ids)) for generation, ids in sorted(batches.items())},
+        backfills=tuple(backfills[number] for number in sorted(backfills)),
+        last_backfill=_version(table, BACKFILL_APP_ID),
     )
 
 
@@ -110,8 +129,25 @@ def last_batch(location: str, generation: int) -> int | None:
     table = _open(location)
     if table is None:
         return None
-    last = table.transaction_version(app_id(generation))
+    return _version(table, app_id(generation))
+
+
+def _version(table: DeltaTable, application: str) -> int | None:
+    last = table.transaction_version(application)
     return None if last is None else int(last)
+
+
+def backfill_version(location: str, backfill: int, *, within: int = 20) -> int | None:
+    """The table version that committed ``backfill``, looked for among its ``within`` latest
+    commits (a backfill's own report, right after it: running generations commit too)."""
+    table = _open(location)
+    if table is None:
+        return None
+    for commit in table.history(limit=within):
+        mark = backfill_mark(commit.get("userMetadata"))
+        if mark is not None and mark.backfill == backfill:
+            return int(commit["version"])
+    return None
 
 
 def has_log(location: str) -> bool:
@@ -138,6 +174,20 @@ def commit_mark(text: object) -> tuple[int, int] | None:
     if isinstance(generation, int) and isinstance(batch, int):
         return generation, batch
     return None
+
+
+def backfill_mark(text: object) -> BackfillCommit | None:
+    """The backfill a commit's ``userMetadata`` records; None for any other commit."""
+    if not isinstance(text, str) or '"backfill"' not in text:
+        return None
+    try:
+        record = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(record, dict) or "backfill" not in record:
+        return None
+    # Ours by its key: one that does not parse is damage to name, not a commit to skip.
+    return BackfillCommit.from_json(record)
 
 
 def _open(location: str) -> DeltaTable | None:

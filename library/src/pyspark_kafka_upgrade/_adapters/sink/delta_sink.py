@@ -12,12 +12,17 @@ error (:meth:`DeltaSink.damage_in`), and read around by naming the healthy files
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
 from pyspark_kafka_upgrade._adapters.sink.committed import chosen_generations, damage_of
-from pyspark_kafka_upgrade._adapters.sink.delta_log import TableLog, last_batch, read_table_log
+from pyspark_kafka_upgrade._adapters.sink.delta_log import (
+    TableLog,
+    backfill_version,
+    last_batch,
+    read_table_log,
+)
 from pyspark_kafka_upgrade._adapters.sink.integrity import Listing, damaged_files
 from pyspark_kafka_upgrade._adapters.storage.filesystem import (
     StorageError,
@@ -25,6 +30,7 @@ from pyspark_kafka_upgrade._adapters.storage.filesystem import (
     open_location,
 )
 from pyspark_kafka_upgrade._core.query.columns import WINDOW_END, WINDOW_START
+from pyspark_kafka_upgrade._domain.records.backfill import BackfillCommit
 from pyspark_kafka_upgrade._domain.records.damage import DamagedFile, FileReadFailure
 from pyspark_kafka_upgrade._domain.records.sink import (
     GENERATION,
@@ -142,6 +148,31 @@ class DeltaSink(Sink):
         self, failure: FileReadFailure | None, outputs: Sequence[GenerationOutput]
     ) -> DamagedFile | None:
         return damage_of(failure, outputs)
+
+    def backfills(self) -> list[BackfillCommit]:
+        # As long as the log keeps their commits (delta.logRetentionDuration): older ones
+        # are in the rows, which every reader sees, but no longer named.
+        return list(read_table_log(self._table).backfills)
+
+    def next_backfill(self) -> int:
+        log = read_table_log(self._table)
+        taken = [log.last_backfill or 0, *(commit.backfill for commit in log.backfills)]
+        return max(taken) + 1
+
+    def write_backfill(
+        self,
+        rows: DataFrame,
+        commit: BackfillCommit,
+        *,
+        rows_written: Callable[[], None] = lambda: None,
+    ) -> str:
+        # One commit holds the rows and says which windows they own: no moment between.
+        from pyspark_kafka_upgrade._adapters.sink.delta_writer import write_table_backfill
+
+        write_table_backfill(rows, self._table, commit)
+        version = backfill_version(self._table, commit.backfill)
+        where = "the Delta table" if version is None else f"version {version} of the Delta table"
+        return f"{where} {self._table}"
 
     def _output(self, log: TableLog, generation: int) -> GenerationOutput:
         committed = log.files.get(generation, ())

@@ -15,17 +15,31 @@ streaming sink, for three reasons:
 
 Append mode with the watermark, as the file sink: a window is written once, when the
 watermark passes its end, and the replay filter keeps generations' windows apart.
+
+A backfill (:func:`write_table_backfill`) is one more commit: its rows replace every row of
+the windows it owns (``replaceWhere`` on them), so any reader of the table, Spark or not,
+sees each window once, with the backfill's columns.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 from typing import TYPE_CHECKING
 
 from pyspark_kafka_upgrade._adapters.sink.delta_catalog import check_table_name, register_table
-from pyspark_kafka_upgrade._adapters.sink.delta_log import app_id, has_log, last_batch, mark_text
+from pyspark_kafka_upgrade._adapters.sink.delta_log import (
+    BACKFILL_APP_ID,
+    app_id,
+    has_log,
+    last_batch,
+    mark_text,
+)
 from pyspark_kafka_upgrade._adapters.sink.writer import triggered
+from pyspark_kafka_upgrade._core.query.columns import WINDOW_END, WINDOW_START
+from pyspark_kafka_upgrade._core.query.window_sql import owned_by
+from pyspark_kafka_upgrade._domain.records.backfill import BackfillCommit
 from pyspark_kafka_upgrade._domain.records.sink import GENERATION, Trigger
 from pyspark_kafka_upgrade._domain.records.sink_errors import IncompatibleGenerationsError
 
@@ -33,7 +47,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
     from pyspark.sql.streaming.query import StreamingQuery
 
-__all__ = ["FAILPOINT_ENV_VAR", "start_delta_sink"]
+__all__ = ["FAILPOINT_ENV_VAR", "start_delta_sink", "write_table_backfill"]
 
 # The proofs' one way in: "<query name>:<batch id>" makes the driver kill itself with SIGKILL
 # right after that batch's Delta commit, before Spark writes the checkpoint's commit: the
@@ -110,6 +124,34 @@ def start_delta_sink(
         .option("checkpointLocation", checkpoint)
     )
     return triggered(writer, trigger).start()
+
+
+def write_table_backfill(rows: DataFrame, table: str, commit: BackfillCommit) -> None:
+    """Replace the rows of the windows ``commit`` owns with ``rows``, in one commit.
+
+    Atomic: a reader, and a run that dies in the middle, see the table as it was or with
+    all of it. Idempotent: the transaction ``(pyspark-kafka-upgrade/backfill, number)``
+    makes Delta skip a second write of the same number. Beside a running generation: its
+    batches are blind appends, which do not conflict with this overwrite (Delta's default
+    WriteSerializable isolation), and they hold windows after the backfill's.
+    """
+    (
+        rows.write.format("delta")
+        .mode("overwrite")
+        .partitionBy(GENERATION)
+        # Every row of those windows, whichever generation wrote it (one written twice too);
+        # Delta refuses the commit if any new row falls outside it.
+        .option(
+            "replaceWhere",
+            owned_by(commit, f"unix_micros({WINDOW_START})", f"unix_micros({WINDOW_END})"),
+        )
+        .option("txnAppId", BACKFILL_APP_ID)
+        .option("txnVersion", commit.backfill)
+        # A metric the current query added and no generation has written yet.
+        .option("mergeSchema", "true")
+        .option("userMetadata", json.dumps(commit.to_json(), separators=(",", ":")))
+        .save(table)
+    )
 
 
 def _kill_this_driver() -> None:

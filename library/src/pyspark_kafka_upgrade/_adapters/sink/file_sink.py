@@ -24,13 +24,15 @@ would be read through its whole log, damaged files included.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import dataclasses
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
 from pyspark_kafka_upgrade._adapters.sink.committed import chosen_generations, damage_of
 from pyspark_kafka_upgrade._adapters.sink.integrity import check_generation, read_generation_log
 from pyspark_kafka_upgrade._adapters.storage.filesystem import open_location
+from pyspark_kafka_upgrade._domain.records.backfill import BackfillCommit, backfill_directory_name
 from pyspark_kafka_upgrade._domain.records.damage import DamagedFile, FileReadFailure
 from pyspark_kafka_upgrade._domain.records.sink import (
     GenerationOutput,
@@ -167,12 +169,11 @@ class FileSink(Sink):
     ) -> DataFrame:
         """The rows as readers see them: the windows a backfill owns from its files."""
         from pyspark_kafka_upgrade._adapters.sink.backfill_files import (
-            committed_backfills,
             read_backfills,
             superseded,
         )
 
-        commits = committed_backfills(self._root)
+        commits = self.backfills()
         if not commits:
             return unioned
         rows = superseded(unioned, commits)
@@ -186,6 +187,34 @@ class FileSink(Sink):
         self, failure: FileReadFailure | None, outputs: Sequence[GenerationOutput]
     ) -> DamagedFile | None:
         return damage_of(failure, outputs)
+
+    def backfills(self) -> list[BackfillCommit]:
+        from pyspark_kafka_upgrade._adapters.sink.backfill_files import committed_backfills
+
+        # Beside the generations' output: the quarantine's records are not backfilled.
+        return [] if self._quarantine else committed_backfills(self._root)
+
+    def next_backfill(self) -> int:
+        return max((commit.backfill for commit in self.backfills()), default=0) + 1
+
+    def write_backfill(
+        self,
+        rows: DataFrame,
+        commit: BackfillCommit,
+        *,
+        rows_written: Callable[[], None] = lambda: None,
+    ) -> str:
+        from pyspark_kafka_upgrade._adapters.sink.backfill_files import (
+            backfill_directory,
+            commit_backfill,
+            write_backfill_rows,
+        )
+
+        directory = backfill_directory(self._root, commit.backfill)
+        files = write_backfill_rows(rows, directory, self._format)
+        rows_written()
+        commit_backfill(directory, dataclasses.replace(commit, files=files))
+        return f"output directory {backfill_directory_name(commit.backfill)}"
 
     @property
     def _directory(self) -> str:

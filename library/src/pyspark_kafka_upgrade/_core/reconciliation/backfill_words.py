@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pyspark_kafka_upgrade._core.reconciliation.verify_words import clock
-from pyspark_kafka_upgrade._domain.records.backfill import backfill_directory_name
 from pyspark_kafka_upgrade._domain.records.backfill_report import BackfillReport
 
 
@@ -55,8 +54,7 @@ def render_backfill(report: BackfillReport) -> str:
         )
     else:
         lines.append(
-            f"backfill {report.backfill} committed (output directory "
-            f"{backfill_directory_name(report.backfill)}): rewrote "
+            f"backfill {report.backfill} committed ({report.committed_in}): rewrote "
             f"{_count(report.windows or 0, 'window')} ({_count(report.rows or 0, 'row')}), "
             "those ending in:"
         )

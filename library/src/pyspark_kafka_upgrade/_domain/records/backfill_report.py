@@ -81,6 +81,7 @@ class BackfillReport(JsonRecord):
         "deleted",
         Field("partial_event_times", read=_spans),
         "backfill",
+        "committed_in",
         "windows",
         "rows",
         "ranges",
@@ -104,6 +105,8 @@ class BackfillReport(JsonRecord):
     # them are never backfilled with a partial value.
     partial_event_times: tuple[tuple[int, int], ...]
     backfill: int | None = None  # the number committed; None: nothing written
+    # Where, in words: "output directory backfill-1", "version 12 of the Delta table …".
+    committed_in: str | None = None
     windows: int | None = None  # rewritten; None in a plan
     rows: int | None = None
     ranges: tuple[EndRange, ...] = ()

@@ -11,10 +11,11 @@ named for the type checker only: this module loads no pyspark.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
+from pyspark_kafka_upgrade._domain.records.backfill import BackfillCommit
 from pyspark_kafka_upgrade._domain.records.damage import DamagedFile, FileReadFailure
 from pyspark_kafka_upgrade._domain.records.sink_errors import NoOutputError
 
@@ -156,4 +157,31 @@ class Sink(Protocol):
     ) -> DamagedFile | None:
         """The committed file of ``outputs`` that Spark's ``failure`` is about, as damage of
         its generation; None when it is none of theirs (or one left out already)."""
+        ...
+
+    def backfills(self) -> list[BackfillCommit]:
+        """The backfills committed to this sink, oldest first: the windows each owns from
+        then on (a later one's over an earlier one's). :meth:`read` already reads those
+        windows from them; `verify` judges them by their query."""
+        ...
+
+    def next_backfill(self) -> int:
+        """The number the next backfill commits under: after every one committed so far."""
+        ...
+
+    def write_backfill(
+        self,
+        rows: DataFrame,
+        commit: BackfillCommit,
+        *,
+        rows_written: Callable[[], None] = lambda: None,
+    ) -> str:
+        """Make ``rows`` (``generation``, the window, the columns of ``commit``'s query)
+        what readers see of the windows ``commit`` owns, all at once; where it is
+        committed, in words (``output directory backfill-1``). A run killed before it
+        returns leaves the sink as it was or with all of it; the same number written again
+        changes nothing once committed.
+
+        ``rows_written``: called when the rows are in storage and not yet committed, for a
+        sink where that moment exists (tests kill there)."""
         ...
