@@ -34,12 +34,12 @@ from pathlib import Path
 
 from pyspark.sql import functions as F
 
-from bench.kit import topics
+from bench.kit import runs, topics
 from bench.kit.context import Benchmark, Connector, Context, Result
 from bench.kit.processes import MIB
 from bench.kit.runs import driver_peak, stream
-from bench.kit.timing import ratios, side_by_side
-from bench.record import Figure, Series, Target
+from bench.kit.timing import side_by_side
+from bench.record import Figure
 from pyspark_kafka_upgrade._adapters.sink.reading import read_output
 from pyspark_kafka_upgrade._application.backfill import BackfillRequest, backfill
 from pyspark_kafka_upgrade._application.upgrade.commands import apply_command
@@ -197,32 +197,19 @@ def without_new_metrics(ctx: Context, settings: Settings, topic: Topic) -> int:
 
 
 def throughput_figure(connector: Connector, measured: list[Measured]) -> Figure:
-    label = LABELS[connector]
-    backfill_rates = [m.backfill_rate for m in measured]
-    stream_rates = [m.stream_rate for m in measured]
-    return Figure(
-        f"backfill.throughput.{label}",
-        f"records/s, backfill of the whole range ÷ the streaming job ({label})",
-        ratios(backfill_rates, stream_rates),
-        Target(">=", 1.0),
-        {
-            "backfill": Series(tuple(backfill_rates), "records/s"),
-            "streaming": Series(tuple(stream_rates), "records/s"),
-        },
+    return runs.throughput_figure(
+        "backfill",
+        LABELS[connector],
+        [m.backfill_rate for m in measured],
+        [m.stream_rate for m in measured],
     )
 
 
 def memory_figure(rounds: dict[Connector, list[Measured]]) -> Figure:
     """Every connector's rounds in one series: memory must stay flat whichever reads."""
     measured = [m for connector in rounds for m in rounds[connector]]
-    whole = [m.whole_mib for m in measured]
-    quarter = [m.quarter_mib for m in measured]
-    return Figure(
-        "backfill.memory",
-        "driver peak heap + Python RSS, backfill of the whole range ÷ its last quarter",
-        ratios(whole, quarter),
-        Target("<=", 1.2),
-        {"whole range": Series(tuple(whole), "MiB"), "last quarter": Series(tuple(quarter), "MiB")},
+    return runs.memory_figure(
+        "backfill", [m.whole_mib for m in measured], [m.quarter_mib for m in measured]
     )
 
 

@@ -29,12 +29,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from bench.kit import topics
+from bench.kit import runs, topics
 from bench.kit.context import Benchmark, Connector, Context, Result
 from bench.kit.processes import MIB
 from bench.kit.runs import driver_peak, stream
-from bench.kit.timing import ratios, side_by_side
-from bench.record import Figure, Series, Target
+from bench.kit.timing import side_by_side
+from bench.record import Figure
 from pyspark_kafka_upgrade._application.verify import VerifyRange, verify_pipeline
 from pyspark_kafka_upgrade._core.reconciliation.verify_words import render_report
 from pyspark_kafka_upgrade._core.settings import Settings
@@ -169,32 +169,19 @@ def verify(
 
 
 def throughput_figure(connector: Connector, measured: list[Measured]) -> Figure:
-    label = LABELS[connector]
-    verify_rates = [m.verify_rate for m in measured]
-    stream_rates = [m.stream_rate for m in measured]
-    return Figure(
-        f"verify.throughput.{label}",
-        f"records/s, verify of the whole range ÷ the streaming job ({label})",
-        ratios(verify_rates, stream_rates),
-        Target(">=", 1.0),
-        {
-            "verify": Series(tuple(verify_rates), "records/s"),
-            "streaming": Series(tuple(stream_rates), "records/s"),
-        },
+    return runs.throughput_figure(
+        "verify",
+        LABELS[connector],
+        [m.verify_rate for m in measured],
+        [m.stream_rate for m in measured],
     )
 
 
 def memory_figure(rounds: dict[Connector, list[Measured]]) -> Figure:
     """Every connector's rounds in one series: memory must stay flat whichever reads."""
     measured = [m for connector in rounds for m in rounds[connector]]
-    whole = [m.whole_mib for m in measured]
-    quarter = [m.quarter_mib for m in measured]
-    return Figure(
-        "verify.memory",
-        "driver peak heap + Python RSS, verify of the whole range ÷ its last quarter",
-        ratios(whole, quarter),
-        Target("<=", 1.2),
-        {"whole range": Series(tuple(whole), "MiB"), "last quarter": Series(tuple(quarter), "MiB")},
+    return runs.memory_figure(
+        "verify", [m.whole_mib for m in measured], [m.quarter_mib for m in measured]
     )
 
 

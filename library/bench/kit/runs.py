@@ -1,5 +1,6 @@
-"""A pipeline's `run` to the end of its topic in the run's shared session, and the driver's
-peak memory around a job: what the benchmarks of commands that read a range measure."""
+"""A pipeline's `run` to the end of its topic in the run's shared session, the driver's peak
+memory around a job, and the two figures made of them: what the benchmarks of commands that
+read a range (`verify`, `upgrade backfill`) measure."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ import psutil
 from pyspark.sql import SparkSession
 
 from bench.kit.processes import Peak, peak_of
+from bench.kit.timing import ratios
+from bench.record import Figure, Series, Target
 from pyspark_kafka_upgrade._application.run.queries import AGGREGATES_QUERY
 from pyspark_kafka_upgrade._application.run.run_command import RunRequest, run_pipeline
 from pyspark_kafka_upgrade._core.settings import Settings
@@ -53,3 +56,30 @@ def driver_peak(jvm: Any) -> AbstractContextManager[Peak]:
         return heap + int(me.memory_info().rss)
 
     return peak_of(used, SAMPLE_EVERY_S)
+
+
+def throughput_figure(
+    command: str, label: str, rates: list[float], stream_rates: list[float]
+) -> Figure:
+    """``command``'s records/s over the whole range ÷ the streaming job's, round by round."""
+    return Figure(
+        f"{command}.throughput.{label}",
+        f"records/s, {command} of the whole range ÷ the streaming job ({label})",
+        ratios(rates, stream_rates),
+        Target(">=", 1.0),
+        {
+            command: Series(tuple(rates), "records/s"),
+            "streaming": Series(tuple(stream_rates), "records/s"),
+        },
+    )
+
+
+def memory_figure(command: str, whole: list[float], quarter: list[float]) -> Figure:
+    """``command``'s driver peak over the whole range ÷ over its last quarter: flat, or not."""
+    return Figure(
+        f"{command}.memory",
+        f"driver peak heap + Python RSS, {command} of the whole range ÷ its last quarter",
+        ratios(whole, quarter),
+        Target("<=", 1.2),
+        {"whole range": Series(tuple(whole), "MiB"), "last quarter": Series(tuple(quarter), "MiB")},
+    )

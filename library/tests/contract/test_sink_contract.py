@@ -93,8 +93,7 @@ def written(
 ) -> Written:
     chosen: SinkFormat = request.param
     root = tmp_path_factory.mktemp(f"sink-{chosen}") / "pipeline"
-    sinks.write_generation(spark, root, 1, FIRST, schema=sinks.V1, file_format=chosen)
-    sinks.write_generation(spark, root, 2, SECOND, schema=sinks.V2, file_format=chosen)
+    both_generations(spark, root, chosen)
     return Written(root, chosen)
 
 
@@ -321,13 +320,17 @@ def backfill_rows(spark: SparkSession, generation: int, *rows: sinks.Row) -> Dat
     return spark.createDataFrame([(generation, *row.values()) for row in rows], BACKFILLED)
 
 
+def both_generations(spark: SparkSession, root: Path, sink_format: SinkFormat) -> Sink:
+    """The sink of ``root``, holding generations 1 and 2."""
+    sinks.write_generation(spark, root, 1, FIRST, schema=sinks.V1, file_format=sink_format)
+    sinks.write_generation(spark, root, 2, SECOND, schema=sinks.V2, file_format=sink_format)
+    return sinks.sink_of(root, sink_format)
+
+
 def test_a_backfill_replaces_the_rows_of_the_windows_it_owns_for_every_reader(
     sink_format: SinkFormat, tmp_path: Path, spark: SparkSession
 ) -> None:
-    root = tmp_path / "pipeline"
-    sinks.write_generation(spark, root, 1, FIRST, schema=sinks.V1, file_format=sink_format)
-    sinks.write_generation(spark, root, 2, SECOND, schema=sinks.V2, file_format=sink_format)
-    sink = sinks.sink_of(root, sink_format)
+    sink = both_generations(spark, tmp_path / "pipeline", sink_format)
     assert (sink.backfills(), sink.next_backfill()) == ([], 1)
     # The window 10:00-10:10 of generation 1, recomputed with users; "b" had no event left.
     commit = backfill_of(1, [(0, 10)], rows=1)
@@ -362,10 +365,7 @@ def test_a_backfill_replaces_the_rows_of_the_windows_it_owns_for_every_reader(
 def test_a_later_backfill_owns_the_windows_an_earlier_one_did(
     sink_format: SinkFormat, tmp_path: Path, spark: SparkSession
 ) -> None:
-    root = tmp_path / "pipeline"
-    sinks.write_generation(spark, root, 1, FIRST, schema=sinks.V1, file_format=sink_format)
-    sinks.write_generation(spark, root, 2, SECOND, schema=sinks.V2, file_format=sink_format)
-    sink = sinks.sink_of(root, sink_format)
+    sink = both_generations(spark, tmp_path / "pipeline", sink_format)
     sink.write_backfill(
         backfill_rows(spark, 1, window(0, "a", 3, users=2), window(0, "b", 1, users=1)),
         backfill_of(1, [(0, 10)], rows=2),

@@ -12,24 +12,14 @@ from __future__ import annotations
 import pytest
 from pyspark.sql import SparkSession
 
-from pyspark_kafka_upgrade._example.pipeline import PROJECT
-from pyspark_kafka_upgrade.testing import KafkaBackend, ProofReport, prove_upgrade
-from support.proofs import METRICS_ADDED, WINDOWS, page_view
+from pyspark_kafka_upgrade.testing import KafkaBackend, ProofReport
+from support.proofs import prove_metrics_added
 
 
 @pytest.fixture(scope="package")
 def upgrade_adding_metrics(
     spark: SparkSession, kafka_backend: KafkaBackend, tmp_path_factory: pytest.TempPathFactory
 ) -> ProofReport:
-    report = prove_upgrade(
-        PROJECT,
-        spark,
-        kafka_backend,
-        tmp_path_factory.mktemp("upgrade-adding-metrics"),
-        events=[page_view(minute) for minute in range(60)],
-        stop_after=40,
-        version_2=[METRICS_ADDED],
-        settings=WINDOWS,
+    return prove_metrics_added(
+        spark, kafka_backend, tmp_path_factory.mktemp("upgrade-adding-metrics")
     )
-    assert report.exact, report.explain()
-    return report

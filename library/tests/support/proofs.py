@@ -14,6 +14,7 @@ from pyspark.sql import SparkSession
 
 from pyspark_kafka_upgrade import Project
 from pyspark_kafka_upgrade._core.settings import Settings
+from pyspark_kafka_upgrade._example.pipeline import PROJECT
 from pyspark_kafka_upgrade.testing import (
     KafkaBackend,
     ProofReport,
@@ -70,6 +71,26 @@ def prove(
         settings=[*WINDOWS, *settings],
         run=run,
     )
+
+
+def prove_metrics_added(
+    spark: SparkSession, kafka_backend: KafkaBackend, directory: Path, *settings: str
+) -> ProofReport:
+    """The upgrade `verify`'s and `upgrade backfill`'s tests start from: version 1 on 40 of 60
+    minutes of page views in sliding windows, then version 2 (``METRICS_ADDED``) on the
+    rest; exact, or the test stops here. ``settings``: more overrides for both versions."""
+    report = prove_upgrade(
+        PROJECT,
+        spark,
+        kafka_backend,
+        directory,
+        events=[page_view(minute) for minute in range(60)],
+        stop_after=40,
+        version_2=[METRICS_ADDED],
+        settings=[*WINDOWS, *settings],
+    )
+    assert report.exact, report.explain()
+    return report
 
 
 def with_idle_replay_filter(project: Project, path: Path) -> Project:
