@@ -59,6 +59,7 @@ from pyspark_kafka_upgrade._application.upgrade.commands import apply_command
 from pyspark_kafka_upgrade._application.verify import VerifyRange, verify_pipeline
 from pyspark_kafka_upgrade._core.reconciliation.verify_words import render_report
 from pyspark_kafka_upgrade._core.settings import Settings, load_settings
+from pyspark_kafka_upgrade._domain.records.backfill_report import OlderQuery
 from pyspark_kafka_upgrade._domain.records.plan import UpgradePlan
 from pyspark_kafka_upgrade._domain.records.verification import (
     PairState,
@@ -191,7 +192,12 @@ class LatePipeline:
 def late(
     spark: SparkSession, kafka_backend: KafkaBackend, tmp_path_factory: pytest.TempPathFactory
 ) -> LatePipeline:
-    version_1, version_2 = pipeline(kafka_backend, tmp_path_factory.mktemp("backfill-late"))
+    return play_late_runs(spark, *pipeline(kafka_backend, tmp_path_factory.mktemp("backfill-late")))
+
+
+def play_late_runs(spark: SparkSession, version_1: Settings, version_2: Settings) -> LatePipeline:
+    """Generation 1 reads ``RUN_1``, then ``RUN_2`` with its late events; the upgrade to
+    ``version_2``, which reads ``RUN_3``."""
     send(version_1, RUN_1)
     run(version_1, spark)
     send(version_1, RUN_2)
@@ -244,7 +250,8 @@ def test_a_backfill_leaves_out_the_events_generation_1_read_late(
     old = {row[:2] for row in expected if row[1] <= late.w}
     assert done.backfill == 1 and done.windows == len(old), done
     # Left only the windows still open to generation 2 (not written yet: nothing to rewrite).
-    assert {left.reason for left in done.left} <= {backfill_values.OPEN}, done
+    # Nothing left: an open window is its owner's to write, never reported as left.
+    assert done.left == (), done
     differences = mismatches(settings, expected, found)
     assert not differences, "\n".join(differences.values())
     assert {found[row][0] for row in expected if row[1] <= late.w} == {1}
@@ -288,6 +295,101 @@ def test_a_backfill_that_counts_the_late_events_is_caught_by_the_oracle_and_veri
         assert list(finding.expected) == metrics, finding
         assert finding.expected == owed.get(row, finding.expected), finding
         assert finding.written == {name: found[row][1][name] for name in metrics}, finding
+
+
+# -- A window change: the new grid's history before the split ---------------------------------
+
+# Version 2 adds the metrics and counts in 10-minute tumbling windows. The plan splits the
+# generations in event time at E = 10:35, the end of the last window generation 1 wrote
+# (W = 10:38): generation 2 counts events from E on. Before the backfill, its grid's windows
+# ending by 10:30 were never written, and 10:30-10:40 was written from its events after E only.
+# Windows starting on the hour's tens are on both grids: generation 1 wrote them, and the
+# backfill's rows replace its rows there; generation 1's other windows stay as they were.
+TUMBLING = ["window.duration=10 minutes", "window.slide=10 minutes"]
+
+
+@pytest.fixture(scope="module")
+def changed(
+    spark: SparkSession, kafka_backend: KafkaBackend, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[Settings, LatePipeline]:
+    version_1, version_2 = pipeline(
+        kafka_backend, tmp_path_factory.mktemp("backfill-window"), *TUMBLING
+    )
+    return version_1, play_late_runs(spark, version_1, version_2)
+
+
+def test_a_backfill_after_a_window_change_gives_the_new_grid_its_history_before_the_split(
+    changed: tuple[Settings, LatePipeline], spark: SparkSession
+) -> None:
+    version_1, played = changed
+    settings = played.settings
+    split = applied_plan(settings).replay_filter.event_time_from_ms
+    assert split == BASE_MS + 35 * MINUTE_MS, applied_plan(settings).replay_filter
+    ten = settings.window.spec.slide_ms
+    # The new grid: what generation 1's batches counted, each judged late by the watermark
+    # before it, in the windows ending by the split; every event in the windows after it
+    # (generation 1 read the events before E in order, generation 2's first batch judged
+    # nothing late).
+    final_w = watermark([*RUN_1, *RUN_2, *RUN_3])
+    by_generation_1 = [(RUN_1, 0), (RUN_2, played.w1)]
+    last_before = split - split % ten
+    new_grid = {
+        **counted_by_owner(settings, by_generation_1, after_ms=BASE_MS, through_ms=last_before),
+        **counted_by_owner(
+            settings, [([*RUN_1, *RUN_2, *RUN_3], 0)], after_ms=last_before, through_ms=final_w
+        ),
+    }
+    # Generation 1's own windows of the old grid, version 1's metrics: those not on the
+    # new grid stay as it wrote them.
+    old_grid = {
+        row: values
+        for row, values in counted_by_owner(
+            version_1, by_generation_1, after_ms=BASE_MS, through_ms=played.w
+        ).items()
+        if row[0] % ten != 0
+    }
+    before = read_as_a_reader(spark, settings)
+    # Before: generation 1's rows there (its grid holds them too) lack the new metrics, and
+    # generation 2 counted only its own events in the window across the split.
+    assert {before[row][0] for row in new_grid if row[1] <= last_before} == {1}
+    assert all(before[row][1].get("users") is None for row in new_grid if row[1] <= last_before)
+    across = [row for row in new_grid if row[0] == last_before]
+    assert all(before[row][1]["views"] < new_grid[row]["views"] for row in across), across
+
+    done = backfill(settings, BackfillRequest(), spark=spark)
+
+    # The new grid's windows ending by 10:40: three before E, one across it.
+    assert done.older_queries == (
+        OlderQuery(1, ("users", "first_user", "last_user"), version_1.window.spec),
+    ), done
+    assert done.backfill == 1 and done.windows == 4, done
+    assert [(r.after_ms, r.through_ms) for r in done.ranges] == [
+        (BASE_MS, split + 5 * MINUTE_MS)
+    ], done
+    # Nothing left: an open window is its owner's to write, never reported as left.
+    assert done.left == (), done
+    found = read_as_a_reader(spark, settings)
+    expected = {**old_grid, **new_grid}
+    differences = mismatches(settings, expected, found)
+    assert not differences, "\n".join(differences.values())
+    # Each row is marked with the generation that owns the window's end: 1 by the split, 2
+    # across it.
+    assert {found[row][0] for row in new_grid if row[1] <= last_before} == {1}
+    assert {found[row][0] for row in new_grid if row[1] > last_before} == {2}
+
+    verified = verify_pipeline(settings, EVERYTHING, spark=spark)
+    assert verified.ok, render_report(verified)
+    dropped = {
+        (start, keys)
+        for grid in (version_1, settings)
+        for start, _, keys in _expected(grid, LATE, through_ms=played.w1, after_ms=None)
+        if grid is settings or start % ten != 0
+    }
+    assert {identity(f) for f in verified.findings if f.status is Status.LATE} == dropped
+    assert verified.count(Status.EXACT) == len({(s, k) for s, _, k in expected} - dropped)
+
+    again = backfill(settings, BackfillRequest(), spark=spark)
+    assert again.backfill is None and again.windows == 0, again
 
 
 # -- A naive restart: the windows it lost, repaired --------------------------------------------
@@ -335,7 +437,8 @@ def test_a_backfill_repairs_the_windows_a_naive_restart_lost(
     w = watermark(EVENTS[:40])
     rewritten = {end for _, end, _ in expected if any(r.holds(end) for r in done.ranges)}
     assert done.backfill == 1 and done.windows == len(rewritten), done
-    assert {left.reason for left in done.left} <= {backfill_values.OPEN}, done
+    # Nothing left: an open window is its owner's to write, never reported as left.
+    assert done.left == (), done
     assert rewritten == {end for _, end, _ in expected if end <= w} | {end for _, end, _ in short}
     differences = mismatches(settings, expected, read_as_a_reader(spark, settings))
     assert not differences, "\n".join(differences.values())
@@ -505,15 +608,18 @@ def as_options(overrides: list[str]) -> list[str]:
 # -- The pipelines, run by run -----------------------------------------------------------------
 
 
-def pipeline(kafka_backend: KafkaBackend, directory: Path) -> tuple[Settings, Settings]:
-    """Version 1's and version 2's settings of a pipeline of its own, in ``directory``."""
+def pipeline(
+    kafka_backend: KafkaBackend, directory: Path, *changes: str
+) -> tuple[Settings, Settings]:
+    """Version 1's and version 2's settings of a pipeline of its own, in ``directory``;
+    ``changes``: more settings of version 2."""
     bootstrap = kafka_backend.bootstrap_servers
     topic = unique_topic("backfill")
     create_topic(bootstrap, topic, PARTITIONS)
     base = [*_pipeline_overrides(PROJECT, directory, bootstrap, topic), *WINDOWS]
     return (
         load_settings(PROJECT, env={}, overrides=base).settings,
-        load_settings(PROJECT, env={}, overrides=[*base, VERSION_2]).settings,
+        load_settings(PROJECT, env={}, overrides=[*base, VERSION_2, *changes]).settings,
     )
 
 

@@ -14,7 +14,9 @@ from pyspark_kafka_upgrade._domain.records.backfill_report import (
     BackfillReportError,
     LeftSample,
     LeftWindows,
+    OlderQuery,
 )
+from pyspark_kafka_upgrade._domain.values.validation import WindowSpec
 from support.backfill_reports import backfill_plan
 
 MINUTE_MS = 60_000
@@ -46,7 +48,13 @@ def applied(**changes: Any) -> BackfillReport:
 
 @pytest.mark.parametrize(
     "report",
-    [plan(), applied(), applied(backfill=None, committed_in=None, windows=0, rows=0)],
+    [
+        plan(),
+        applied(),
+        applied(backfill=None, committed_in=None, windows=0, rows=0),
+        # After a window change: the generation that counted in other windows, and its grid.
+        plan(older_queries=(OlderQuery(1, ("users",), WindowSpec(600_000, 300_000, 300_000)),)),
+    ],
 )
 def test_the_document_reads_back_as_the_report_it_was(report: BackfillReport) -> None:
     document = json.loads(json.dumps(report.to_json()))

@@ -9,7 +9,9 @@ from pyspark_kafka_upgrade._domain.records.backfill import EndRange
 from pyspark_kafka_upgrade._domain.records.backfill_report import (
     LeftSample,
     LeftWindows,
+    OlderQuery,
 )
+from pyspark_kafka_upgrade._domain.values.validation import WindowSpec
 from support.backfill_reports import backfill_plan
 
 MINUTE_MS = 60_000
@@ -145,3 +147,12 @@ def test_a_range_no_batch_read_has_nothing_to_read() -> None:
         "generation 2's query (views = count(*), users = approx_count_distinct(user_id))",
         "no committed batch read an event of the range: nothing to read",
     ]
+
+
+def test_after_a_window_change_it_says_which_generation_counted_in_other_windows() -> None:
+    sliding = WindowSpec(10 * MINUTE_MS, 5 * MINUTE_MS, 5 * MINUTE_MS)
+    changed = report(older_queries=(OlderQuery(1, ("users",), sliding),))
+    assert render_backfill(changed).splitlines()[1] == (
+        "  generation 1 counted in windows of 10 minutes sliding every 5 minutes: this query's "
+        "windows over its events were never written, they are computed from its batches"
+    )

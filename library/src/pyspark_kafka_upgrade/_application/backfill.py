@@ -205,13 +205,17 @@ def backfill(
 
 
 def _older_queries(scopes: tuple[GenerationScope, ...]) -> tuple[OlderQuery, ...]:
-    """The earlier generations whose windows lack some of the current query's metrics."""
+    """The earlier generations whose windows lack some of the current query's metrics, or
+    that counted in other windows (the current grid's windows over their events were never
+    written)."""
     current = scopes[-1]
     wanted = {m.name: m.expression for m in current.metrics}
+    grid = (current.window.duration_ms, current.window.slide_ms)
     older = []
     for scope in scopes[:-1]:
         had = {m.name: m.expression for m in scope.metrics}
         missing = tuple(name for name, expression in wanted.items() if had.get(name) != expression)
-        if missing:
-            older.append(OlderQuery(scope.generation, missing))
+        other = (scope.window.duration_ms, scope.window.slide_ms) != grid
+        if missing or other:
+            older.append(OlderQuery(scope.generation, missing, scope.window if other else None))
     return tuple(older)

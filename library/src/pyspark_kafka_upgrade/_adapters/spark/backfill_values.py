@@ -40,9 +40,11 @@ from pyspark_kafka_upgrade._adapters.spark.recompute import (
 from pyspark_kafka_upgrade._adapters.spark.window_pairs import (
     END,
     OWNER,
+    READER,
     START,
     STATE,
     US,
+    Regrid,
     owned_pairs,
 )
 from pyspark_kafka_upgrade._core.query.columns import WINDOW_END, WINDOW_START
@@ -59,8 +61,8 @@ OPEN = "open"  # its owner is still writing it
 RETENTION = "records deleted by retention"
 UNSURE = "unsure which events its owner counted"
 NO_EVENTS = "a row no event explains"
-OTHER_QUERY = "of another window grid or grouping"
-REASONS = (OPEN, RETENTION, UNSURE, NO_EVENTS, OTHER_QUERY)
+OTHER_QUERY = "events read by a generation of other grouping keys"
+REASONS = (OPEN, RETENTION, OTHER_QUERY, UNSURE, NO_EVENTS)
 
 # The pair states a backfill counts: what the owner counted, and what it never read (the
 # value the stream should have written). Late, arrived-after and outside pairs stay out, as
@@ -68,6 +70,10 @@ REASONS = (OPEN, RETENTION, UNSURE, NO_EVENTS, OTHER_QUERY)
 COUNTED_STATES: tuple[PairState, ...] = (PairState.COUNTED, PairState.SKIPPED)
 
 _INCLUDED, _UNKNOWN, _PENDING = "_n_included", "_n_unknown", "_n_pending"
+_OTHER = "_n_other"  # pairs read by a generation of another grouping
+# Unsure pairs read by another generation than the window's owner (before a window change):
+# no row the owner wrote tells whether they were counted.
+_FOREIGN_UNKNOWN = "_n_foreign_unknown"
 _NEEDS, _BLOCK = "_needs", "_block"
 
 
@@ -106,16 +112,15 @@ def backfill_values(
     current = scopes[-1]
     keys = list(current.keys)
     floating = frozenset(field.name for field in parsing_rules.events if field.type == "double")
-    # Owners of another grid or grouping: their windows are not this query's to rewrite.
-    alike = [
-        scope.generation
-        for scope in scopes
-        if scope.keys == current.keys
-        and (scope.window.duration_ms, scope.window.slide_ms)
-        == (current.window.duration_ms, current.window.slide_ms)
-    ]
+    # Every generation's events on the current grid: after a window change, the new grid's
+    # windows before the split too, from the batches of the generation that read them.
+    # Those read by a generation of another grouping are not this query's to recompute.
+    alike = [scope.generation for scope in scopes if scope.keys == current.keys]
     events = parsing.valid_events(parsing.parse_by(raw, parsing_rules))
-    pairs = owned_pairs(spark, events, scopes, keys, from_ms, to_ms).where(F.col(OWNER).isin(alike))
+    regrid = Regrid(current.window, current.keys)
+    pairs = owned_pairs(
+        spark, events, scopes, keys, from_ms, to_ms, regrids=[regrid], own_grids=False
+    )
     # Read twice: the windows to choose, then their rows. Caching is cheaper than Kafka.
     expected = _expected(pairs, current, scopes, alike).cache()
     found = written_windows(written, scopes, keys, from_ms, to_ms)
@@ -170,9 +175,9 @@ def _expected(
     scopes: Sequence[GenerationScope],
     alike: Sequence[int],
 ) -> DataFrame:
-    """Per owner, window and key: the current metrics over the events the owner counted or
-    never read (``_x_``), the same with the unsure ones (``_y_``), and the owner's own
-    metrics over counted and counted-or-unsure events, to tell which its row holds."""
+    """Per owner, window and key: the current metrics over the events counted or never read
+    (``_x_``), the same with the unsure ones (``_y_``), and each owner's own metrics over
+    what it read itself, counted and counted-or-unsure, to tell which its row holds."""
     state = F.col(STATE)
     counted = state == PairState.COUNTED.value
     included = state.isin(*(pair_state.value for pair_state in COUNTED_STATES))
@@ -181,14 +186,18 @@ def _expected(
         F.count(F.when(included, 1)).alias(_INCLUDED),
         F.count(F.when(unknown, 1)).alias(_UNKNOWN),
         F.count(F.when(state == PairState.PENDING.value, 1)).alias(_PENDING),
+        F.count(F.when(~F.col(READER).isin(*alike), 1)).alias(_OTHER),
+        F.count(F.when(unknown & (F.col(READER) != F.col(OWNER)), 1)).alias(_FOREIGN_UNKNOWN),
     ]
     for metric in current.metrics:
         aggregates.append(metric_over(metric, included).alias(_x(metric)))
         aggregates.append(metric_over(metric, included | unknown).alias(_y(metric)))
     for scope in scopes:
-        if scope.generation not in alike or scope is current:
+        if scope.generation not in alike:
             continue
-        mine = F.col(OWNER) == scope.generation
+        # A row its owner wrote holds what the owner's own batches read: in a window across
+        # a window change, not what the generation before it read.
+        mine = (F.col(OWNER) == scope.generation) & (F.col(READER) == scope.generation)
         for metric in scope.metrics:
             aggregates.append(metric_over(metric, mine & counted).alias(_owner_e(scope, metric)))
             aggregates.append(
@@ -237,7 +246,7 @@ def _judged(
     holds_counted = holds_values(current.metrics, _x, floating)
     holds_unsure = holds_values(current.metrics, _y, floating)
     for scope in scopes:
-        if scope is current:
+        if scope.keys != current.keys:
             continue
         mine = owner == scope.generation
         its_counted = holds_values(scope.metrics, partial(_owner_e, scope), floating)
@@ -274,10 +283,13 @@ def _judged(
         hidden_event_times,
         F.lit(False),
     )
-    unsure = (unknown > 0) & ~holds_counted & ~holds_unsure
+    foreign_unknown = F.coalesce(F.col(_FOREIGN_UNKNOWN), F.lit(0)) > 0
+    unsure = ((unknown > 0) & ~holds_counted & ~holds_unsure) | foreign_unknown
+    other = F.coalesce(F.col(_OTHER), F.lit(0)) > 0
     block = (
         F.when(open_, REASONS.index(OPEN))
         .when(hidden, REASONS.index(RETENTION))
+        .when(other, REASONS.index(OTHER_QUERY))
         .when(unsure, REASONS.index(UNSURE))
         .when(owner.isNull(), REASONS.index(NO_EVENTS))
     )

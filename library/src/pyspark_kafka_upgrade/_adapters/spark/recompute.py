@@ -34,6 +34,7 @@ from pyspark_kafka_upgrade._adapters.spark.window_pairs import (
     START,
     STATE,
     US,
+    Regrid,
     events_behind,
     owned_pairs,
 )
@@ -52,7 +53,7 @@ from pyspark_kafka_upgrade._domain.records.verification import (
     Status,
     WindowFinding,
 )
-from pyspark_kafka_upgrade._domain.values.validation import MetricSpec, parse_metric
+from pyspark_kafka_upgrade._domain.values.validation import MetricSpec, WindowSpec, parse_metric
 
 _WRITES, _WRITERS, _STATUS = "_writes", "_writers", "_status"
 _BACKFILL = "_backfill"  # the latest backfill that owns the window, if one does
@@ -101,7 +102,15 @@ def reconcile(
         F.count(F.col(MALFORMED_REASON)).alias("malformed"),
     )
     keys = list(dict.fromkeys(key for scope in scopes for key in scope.keys))
-    pairs = owned_pairs(spark, parsing.valid_events(parsed), scopes, keys, from_ms, to_ms)
+    pairs = owned_pairs(
+        spark,
+        parsing.valid_events(parsed),
+        scopes,
+        keys,
+        from_ms,
+        to_ms,
+        regrids=_regrids(backfills),
+    )
     expected = _expected(pairs, scopes, keys, backfills)
     names = _metric_names(scopes, backfills)
     found = written_windows(written, scopes, keys, from_ms, to_ms, names=names)
@@ -408,6 +417,19 @@ def _status(
 def _covered(backfill: BackfillCommit) -> Column:
     """Whether the window is one ``backfill`` owns: of its grid, its end in its ranges."""
     return F.expr(owned_by(backfill, START, END))
+
+
+def _regrids(backfills: Sequence[BackfillCommit]) -> list[Regrid]:
+    """The windows backfills own, on their grids: each holds the events of every generation
+    that read one, as the backfill counted them (after a window change, from before it)."""
+    owning = _owning_backfill(backfills)
+    queries: dict[tuple[WindowSpec, tuple[str, ...]], list[int]] = {}
+    for backfill in backfills:
+        queries.setdefault((backfill.window, backfill.grouping_keys), []).append(backfill.backfill)
+    return [
+        Regrid(window, keys, windows=owning.isin(numbers))
+        for (window, keys), numbers in queries.items()
+    ]
 
 
 def _owning_backfill(backfills: Sequence[BackfillCommit]) -> Column:

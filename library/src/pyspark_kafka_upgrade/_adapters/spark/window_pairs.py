@@ -8,12 +8,21 @@ in a window still open to it), never read (before where its generation started: 
 unknown (a ledger gap). ``recompute`` aggregates the pairs and compares them with the
 output; the pairs behind a finding are listed from here too (:func:`events_behind`).
 
+A backfill computes windows on one grid, its generation's (:class:`Regrid`), from every
+generation's events, also those read before a window change: each event in each window of
+that grid holding it, read by the latest generation whose replay filter keeps the pair and
+counted by the lateness bound of that generation's batch, in a window owned by the latest
+generation that keeps the window's last instant. Without a window change, that is the
+split above; with one at E, the new grid's windows ending by E are the old generation's and
+hold what its batches counted, and a window across E holds both generations' events.
+
 Times are microseconds since the epoch, as Spark's timestamps are (``US`` per millisecond).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from functools import reduce
 
 from pyspark.sql import Column, DataFrame, Row, SparkSession, Window
@@ -31,11 +40,27 @@ from pyspark_kafka_upgrade._core.query.columns import EVENT_TIME
 from pyspark_kafka_upgrade._core.reconciliation.scope import GenerationScope
 from pyspark_kafka_upgrade._domain.records.replay_filter import ReplayFilter
 from pyspark_kafka_upgrade._domain.records.verification import EventRef, PairState
+from pyspark_kafka_upgrade._domain.values.validation import WindowSpec
 
-__all__ = ["BATCH", "END", "OWNER", "START", "STATE", "US", "T", "events_behind", "owned_pairs"]
+__all__ = [
+    "BATCH",
+    "END",
+    "OWNER",
+    "READER",
+    "START",
+    "STATE",
+    "US",
+    "Regrid",
+    "T",
+    "events_behind",
+    "owned_pairs",
+]
 
 # The pairs' own columns, beside the event's.
 OWNER, START, END, T = "_owner", "_start_us", "_end_us", "_t_us"
+# The generation whose batch read the event for this pair: the owner's, but in a window of a
+# grid a backfill regrids (``Regrid``), that of the generation that kept the pair.
+READER = "_reader"
 STATE, BATCH = "_state", "_batch_id"
 US = 1000  # microseconds per millisecond
 _BEFORE_TIME = -(2**62)
@@ -76,6 +101,17 @@ _BOUNDS = StructType(
 )
 
 
+@dataclass(frozen=True, slots=True)
+class Regrid:
+    """Every generation's events on one grid, grouped by ``keys``: the windows a backfill
+    computes, or those its commit owns (``windows``, a condition on ``START`` and ``END``;
+    None: every window in the range)."""
+
+    window: WindowSpec
+    keys: tuple[str, ...]
+    windows: Column | None = None
+
+
 def owned_pairs(
     spark: SparkSession,
     events: DataFrame,
@@ -83,25 +119,52 @@ def owned_pairs(
     keys: Sequence[str],
     from_ms: int,
     to_ms: int | None,
+    *,
+    regrids: Sequence[Regrid] = (),
+    own_grids: bool = True,
 ) -> DataFrame:
     """One row per (event, window) pair that falls in the range, with its owner and state.
 
     Pairs of an old window that a window change left unwritten by design (the retired owner
     stopped before its end, and its successor counts those events in windows of its own)
     are left out: nobody writes them.
+
+    ``regrids``: their windows' pairs on their grid instead (``Regrid``); ``own_grids``:
+    False for those pairs alone.
     """
     with_time = events.withColumn(T, F.unix_micros(F.col(EVENT_TIME)))
-    owned = _candidates(with_time, scopes).where(_owned(scopes) & _in_range(scopes, from_ms, to_ms))
-    located = _located(owned, _spans(spark, scopes), _bounds(spark, scopes))
-    masked = [_masked_key(key, scopes) for key in keys]
+    parts = []
+    if own_grids:
+        owned = _candidates(with_time, scopes).where(
+            _owned(scopes) & _in_range(scopes, from_ms, to_ms)
+        )
+        held = [regrid.windows for regrid in regrids if regrid.windows is not None]
+        if held:
+            owned = owned.where(~F.coalesce(reduce(lambda a, b: a | b, held), F.lit(False)))
+        grouping = {
+            key: F.col(OWNER).isin([s.generation for s in scopes if key in s.keys]) for key in keys
+        }
+        parts.append(
+            _masked_keys(owned.withColumn(READER, F.col(OWNER)), grouping).select(
+                *with_time.columns, OWNER, READER, START, END
+            )
+        )
+    for regrid in regrids:
+        pairs = _regridded(with_time, scopes, regrid, from_ms, to_ms)
+        parts.append(_masked_keys(pairs, {key: F.lit(key in regrid.keys) for key in keys}))
+    if not parts:
+        raise ValueError("owned_pairs: no pairs asked for")
+    candidates = reduce(DataFrame.unionByName, parts)
+    located = _located(candidates, _spans(spark, scopes), _bounds(spark, scopes))
     inputs = sorted(
         {m.column for scope in scopes for m in scope.metrics if m.column != "*"} - set(keys)
     )
     return located.select(
         OWNER,
+        READER,
         START,
         END,
-        *masked,
+        *keys,
         *inputs,
         T,
         "topic",
@@ -114,21 +177,74 @@ def owned_pairs(
 
 def _candidates(with_time: DataFrame, scopes: Sequence[GenerationScope]) -> DataFrame:
     """Each event once for every window of every generation's grid that holds its time."""
-    t = F.col(T)
-    candidates = []
-    for scope in scopes:
-        size, slide = scope.window.duration_ms * US, scope.window.slide_ms * US
-        # The windows holding t: starts that are multiples of the slide in (t - size, t].
-        step = F.lit(slide).cast(LongType())
-        last = t - F.pmod(t, step)
-        first = (t - F.lit(size)) - F.pmod(t - F.lit(size), step) + step
-        starts = F.sequence(first, last, step)
-        candidates.append(F.transform(starts, _window_of(scope.generation, size)))
+    candidates = [
+        F.transform(_starts(scope.window), _window_of(scope.generation, scope.window))
+        for scope in scopes
+    ]
     return with_time.select("*", F.explode(F.flatten(F.array(*candidates))).alias("_pair")).select(
         *with_time.columns,
         F.col("_pair.g").alias(OWNER),
         F.col("_pair.s").alias(START),
         F.col("_pair.e").alias(END),
+    )
+
+
+def _regridded(
+    with_time: DataFrame,
+    scopes: Sequence[GenerationScope],
+    regrid: Regrid,
+    from_ms: int,
+    to_ms: int | None,
+) -> DataFrame:
+    """Each event once for every window of ``regrid``'s grid that holds its time, read by the
+    latest generation whose filter keeps the pair, owned by the latest that keeps the
+    window's last instant (both the same, unless a window change split the generations in
+    event time)."""
+    size = regrid.window.duration_ms * US
+    pairs = with_time.select("*", F.explode(_starts(regrid.window)).alias(START)).withColumn(
+        END, F.col(START) + F.lit(size)
+    )
+    end = F.col(END)
+    # No window change abandons a window here: every one of this grid is someone's.
+    in_range = (F.col(START) >= F.lit(from_ms * US)) & (
+        F.lit(True) if to_ms is None else end <= F.lit(to_ms * US)
+    )
+    if regrid.windows is not None:
+        in_range = in_range & regrid.windows
+    return (
+        pairs.where(in_range)
+        .select(
+            *with_time.columns,
+            _keeper(scopes, end - F.lit(1)).alias(OWNER),
+            _keeper(scopes, F.col(T)).alias(READER),
+            START,
+            END,
+        )
+        .where(F.col(READER).isNotNull())
+    )
+
+
+def _starts(window: WindowSpec) -> Column:
+    """The starts of ``window``'s grid windows holding the event's time: the multiples of
+    the slide in (t - size, t]."""
+    t = F.col(T)
+    size, step = F.lit(window.duration_ms * US), F.lit(window.slide_ms * US).cast(LongType())
+    last = t - F.pmod(t, step)
+    first = (t - size) - F.pmod(t - size, step) + step
+    return F.sequence(first, last, step)
+
+
+def _keeper(scopes: Sequence[GenerationScope], t: Column) -> Column:
+    """The latest generation whose replay filter keeps the pair (``t``, the window's end);
+    null when none does. The latest, not the first whose successor drops it: on a grid not
+    its own, a successor's filter by window end need not keep a subset of what the
+    generation before it keeps (10-minute windows kept from W = 10:38, then 5-minute ones
+    from E = 10:30: the pair (10:32, 10:30-10:35) is the 5-minute generation's)."""
+    end = F.col(END)
+    return reduce(
+        lambda chain, scope: chain.when(_keeps(scope.owns, t, end), F.lit(scope.generation)),
+        reversed(scopes),
+        F.when(F.lit(False), F.lit(0)),
     )
 
 
@@ -211,11 +327,11 @@ def _bounds(spark: SparkSession, scopes: Sequence[GenerationScope]) -> DataFrame
 
 
 def _located(owned: DataFrame, spans: DataFrame, bounds: DataFrame) -> DataFrame:
-    """``owned`` with the owner's batch that read each event, and the owner's bounds."""
-    owner, offset = F.col(OWNER), F.col("offset")
+    """``owned`` with the reader's batch that read each event, and the reader's bounds."""
+    reader, offset = F.col(READER), F.col("offset")
     return owned.join(
         F.broadcast(spans),
-        (owner == F.col("g"))
+        (reader == F.col("g"))
         & (F.col("topic") == F.col("s_topic"))
         & (F.col("partition") == F.col("s_partition"))
         & (offset >= F.col("s_start"))
@@ -223,7 +339,7 @@ def _located(owned: DataFrame, spans: DataFrame, bounds: DataFrame) -> DataFrame
         "left",
     ).join(
         F.broadcast(bounds),
-        (owner == F.col("b_g"))
+        (reader == F.col("b_g"))
         & (F.col("topic") == F.col("b_topic"))
         & (F.col("partition") == F.col("b_partition")),
         "left",
@@ -274,14 +390,16 @@ def _abandons(scope: GenerationScope) -> bool:
     )
 
 
-def _window_of(generation: int, size_us: int) -> Callable[[Column], Column]:
+def _window_of(generation: int, window: WindowSpec) -> Callable[[Column], Column]:
+    size_us = window.duration_ms * US
+
     # One parameter exactly: F.transform passes the index too to a function taking two.
-    def window(start: Column) -> Column:
+    def of(start: Column) -> Column:
         return F.struct(
             F.lit(generation).alias("g"), start.alias("s"), (start + F.lit(size_us)).alias("e")
         )
 
-    return window
+    return of
 
 
 def _keeps(replay: ReplayFilter | None, t: Column, end: Column) -> Column:
@@ -296,10 +414,12 @@ def _keeps(replay: ReplayFilter | None, t: Column, end: Column) -> Column:
     return kept
 
 
-def _masked_key(key: str, scopes: Sequence[GenerationScope]) -> Column:
-    """The key's value for the owners that group by it; null for the others."""
-    owners = [scope.generation for scope in scopes if key in scope.keys]
-    return F.when(F.col(OWNER).isin(owners), F.col(key)).alias(key)
+def _masked_keys(frame: DataFrame, grouping: Mapping[str, Column]) -> DataFrame:
+    """``frame`` with each key null where ``grouping[key]`` says the window's query does not
+    group by it."""
+    return frame.withColumns(
+        {key: F.when(grouped, F.col(key)) for key, grouped in grouping.items()}
+    )
 
 
 # -- The events behind the findings ----------------------------------------------------------

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pyspark_kafka_upgrade._core.reconciliation.verify_words import clock
 from pyspark_kafka_upgrade._domain.records.backfill_report import BackfillReport
+from pyspark_kafka_upgrade._domain.values.validation import WindowSpec
+from pyspark_kafka_upgrade._domain.values.words import duration
 
 
 def render_backfill(report: BackfillReport) -> str:
@@ -15,9 +17,17 @@ def render_backfill(report: BackfillReport) -> str:
         f"{report.generation}'s query ({metrics})",
     ]
     for older in report.older_queries:
-        lines.append(
-            f"  generation {older.generation} wrote its windows without {', '.join(older.missing)}"
-        )
+        if older.window is not None:
+            lines.append(
+                f"  generation {older.generation} counted in {_grid(older.window)}: this "
+                "query's windows over its events were never written, they are computed from "
+                "its batches"
+            )
+        elif older.missing:
+            lines.append(
+                f"  generation {older.generation} wrote its windows without "
+                f"{', '.join(older.missing)}"
+            )
     if not report.records:
         lines.append("no committed batch read an event of the range: nothing to read")
         return "\n".join(lines)
@@ -72,6 +82,13 @@ def render_backfill(report: BackfillReport) -> str:
         if more > 0:
             lines.append(f"    … and {more} more")
     return "\n".join(lines)
+
+
+def _grid(window: WindowSpec) -> str:
+    size = duration(window.duration_ms)
+    if window.is_tumbling:
+        return f"tumbling windows of {size}"
+    return f"windows of {size} sliding every {duration(window.slide_ms)}"
 
 
 def _count(number: int, noun: str) -> str:

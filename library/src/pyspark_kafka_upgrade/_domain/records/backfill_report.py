@@ -11,6 +11,7 @@ from pyspark_kafka_upgrade._domain.records.signature import Aggregate
 from pyspark_kafka_upgrade._domain.records.verification import DeletedRange
 from pyspark_kafka_upgrade._domain.values.json_fields import JsonFields
 from pyspark_kafka_upgrade._domain.values.json_record import Field, FormatVersion, JsonRecord, Shape
+from pyspark_kafka_upgrade._domain.values.validation import WindowSpec
 
 FORMAT_VERSION = 1
 
@@ -37,10 +38,12 @@ def _spans(read: JsonFields, key: str) -> tuple[tuple[int, int], ...]:
 
 @dataclass(frozen=True, slots=True)
 class OlderQuery(JsonRecord):
-    """A generation whose windows lack some of the current query's metrics."""
+    """A generation whose windows lack some of the current query's metrics, or that counted
+    in other windows (``window``: its grid, when not the current query's)."""
 
     generation: int
     missing: tuple[str, ...]
+    window: WindowSpec | None = None
 
 
 @dataclass(frozen=True, slots=True)
