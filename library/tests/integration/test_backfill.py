@@ -59,7 +59,7 @@ from pyspark_kafka_upgrade._application.upgrade.commands import apply_command
 from pyspark_kafka_upgrade._application.verify import VerifyRange, verify_pipeline
 from pyspark_kafka_upgrade._core.reconciliation.verify_words import render_report
 from pyspark_kafka_upgrade._core.settings import Settings, load_settings
-from pyspark_kafka_upgrade._domain.records.backfill_report import OlderQuery
+from pyspark_kafka_upgrade._domain.records.backfill_report import BackfillReport, OlderQuery
 from pyspark_kafka_upgrade._domain.records.plan import UpgradePlan
 from pyspark_kafka_upgrade._domain.records.verification import (
     PairState,
@@ -137,21 +137,9 @@ def test_a_backfill_gives_every_window_of_the_history_the_new_metrics_once(
     # Run again: it completes, under the number the dead attempt had.
     done = backfill(settings, BackfillRequest(), spark=spark)
 
-    expected = oracle(settings)
     found = read_as_a_reader(spark, settings)
-    watermark = upgrade_adding_metrics.plan.watermark_ms
     assert done.backfill == 1 and done.windows, done
-    # Generation 1 wrote the windows ending at or before W; each was rewritten.
-    old = {row[:2] for row in expected if row[1] <= watermark}
-    assert done.windows == len(old), (done.windows, sorted(old))
-    differences = mismatches(settings, expected, found)
-    assert not differences, "\n".join(differences.values())
-    # Each backfilled row keeps the generation whose events it counts.
-    assert {found[row][0] for row in expected if row[1] <= watermark} == {1}
-
-    verified = verify_pipeline(settings, EVERYTHING, spark=spark)
-    assert verified.ok, render_report(verified)
-    assert verified.count(Status.EXACT) == len(expected), render_report(verified)
+    history_backfilled(spark, settings, done, found, upgrade_adding_metrics.plan.watermark_ms)
 
     again = backfill(settings, BackfillRequest(), spark=spark)
     assert again.backfill is None and again.windows == 0, again
@@ -569,18 +557,8 @@ def test_a_backfill_of_the_delta_table_is_one_commit_and_a_kill_mid_write_change
     assert DeltaTable(table).version() == version + 1
     (last,) = DeltaTable(table).history(limit=1)
     assert json.loads(last["userMetadata"])["backfill"] == 1, last
-    expected = oracle(settings)
     found = table_as_a_reader(table, settings)
-    watermark_ms = upgrade_into_a_table.plan.watermark_ms
-    old = {row[:2] for row in expected if row[1] <= watermark_ms}
-    assert done.windows == len(old), (done.windows, sorted(old))
-    differences = mismatches(settings, expected, found)
-    assert not differences, "\n".join(differences.values())
-    assert {found[row][0] for row in expected if row[1] <= watermark_ms} == {1}
-
-    verified = verify_pipeline(settings, EVERYTHING, spark=spark)
-    assert verified.ok, render_report(verified)
-    assert verified.count(Status.EXACT) == len(expected), render_report(verified)
+    history_backfilled(spark, settings, done, found, upgrade_into_a_table.plan.watermark_ms)
 
     # Run again: nothing left, no commit.
     again = backfill(settings, BackfillRequest(), spark=spark)
@@ -665,6 +643,28 @@ def oracle(settings: Settings) -> dict[Row, dict[str, object]]:
     """Every window the pipeline has closed, with version 2's metrics over its events (the
     events are in order: none is late)."""
     return _expected(settings, EVENTS, through_ms=watermark(EVENTS), after_ms=None)
+
+
+def history_backfilled(
+    spark: SparkSession,
+    settings: Settings,
+    done: BackfillReport,
+    found: Mapping[Row, tuple[int, Mapping[str, Any]]],
+    watermark_ms: int,
+) -> None:
+    """After the upgrade adding metrics and its backfill: generation 1's windows (ending at
+    or before W) each rewritten, every row as the oracle says and marked with the
+    generation whose events it counts, and `verify` finding every window exact."""
+    expected = oracle(settings)
+    old = {row[:2] for row in expected if row[1] <= watermark_ms}
+    assert done.windows == len(old), (done.windows, sorted(old))
+    differences = mismatches(settings, expected, found)
+    assert not differences, "\n".join(differences.values())
+    assert {found[row][0] for row in expected if row[1] <= watermark_ms} == {1}
+
+    verified = verify_pipeline(settings, EVERYTHING, spark=spark)
+    assert verified.ok, render_report(verified)
+    assert verified.count(Status.EXACT) == len(expected), render_report(verified)
 
 
 def counted_by_owner(

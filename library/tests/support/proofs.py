@@ -56,10 +56,11 @@ def prove(
     path: Path,
     *settings: str,
     run: Callable[[Sequence[str]], int] | None = None,
+    version_2: Sequence[str] = (USERS,),
 ) -> ProofReport:
     """The plugin's upgrade proof on an hour of page views: version 1 reads 40 minutes,
-    version 2 adds users; ``settings`` on top of the sliding windows, for both versions;
-    ``run`` runs a version (``prove_upgrade``'s), by default in this process."""
+    version 2 (by default) adds users; ``settings`` on top of the sliding windows, for both
+    versions; ``run`` runs a version (``prove_upgrade``'s), by default in this process."""
     return prove_upgrade(
         project,
         spark,
@@ -67,7 +68,7 @@ def prove(
         path,
         events=[page_view(minute) for minute in range(60)],
         stop_after=40,
-        version_2=[USERS],
+        version_2=list(version_2),
         settings=[*WINDOWS, *settings],
         run=run,
     )
@@ -79,16 +80,7 @@ def prove_metrics_added(
     """The upgrade `verify`'s and `upgrade backfill`'s tests start from: version 1 on 40 of 60
     minutes of page views in sliding windows, then version 2 (``METRICS_ADDED``) on the
     rest; exact, or the test stops here. ``settings``: more overrides for both versions."""
-    report = prove_upgrade(
-        PROJECT,
-        spark,
-        kafka_backend,
-        directory,
-        events=[page_view(minute) for minute in range(60)],
-        stop_after=40,
-        version_2=[METRICS_ADDED],
-        settings=[*WINDOWS, *settings],
-    )
+    report = prove(PROJECT, spark, kafka_backend, directory, *settings, version_2=[METRICS_ADDED])
     assert report.exact, report.explain()
     return report
 

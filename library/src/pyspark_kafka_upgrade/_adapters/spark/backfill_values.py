@@ -127,7 +127,7 @@ def backfill_values(
     if found is not None:
         # Rows of another grid (a window change) are not this grid's windows.
         found = found.where(F.expr(on_grid(current.window, START, END)))
-    judged = _judged(expected, found, current, scopes, keys, hidden_event_times, floating)
+    judged = _judged(expected, found, current, scopes, alike, hidden_event_times, floating)
     per_window = (
         judged.groupBy(START, END)
         .agg(F.max(_NEEDS).alias(_NEEDS), F.min(_BLOCK).alias(_BLOCK))
@@ -211,12 +211,12 @@ def _judged(
     found: DataFrame | None,
     current: GenerationScope,
     scopes: Sequence[GenerationScope],
-    keys: Sequence[str],
+    alike: Sequence[int],
     hidden_event_times: Sequence[tuple[int, int]],
     floating: frozenset[str],
 ) -> DataFrame:
     """Per window and key: the values to write, whether it needs them, what blocks it."""
-    identity = [START, END, *keys]
+    identity = [START, END, *current.keys]
     names = list(dict.fromkeys(m.name for scope in scopes for m in scope.metrics))
     if found is None:
         joined = expected.select(
@@ -246,7 +246,7 @@ def _judged(
     holds_counted = holds_values(current.metrics, _x, floating)
     holds_unsure = holds_values(current.metrics, _y, floating)
     for scope in scopes:
-        if scope.keys != current.keys:
+        if scope.generation not in alike:
             continue
         mine = owner == scope.generation
         its_counted = holds_values(scope.metrics, partial(_owner_e, scope), floating)
