@@ -94,7 +94,7 @@ def check_suite_run(
     shown = [
         line
         for line in lines
-        if line.startswith(("kafka backend: ", "kafka connector: "))
+        if line.startswith(("kafka backend: ", "kafka connector: ", "spark class archive: "))
         or line.startswith(tuple(f"PASSED {test}" for test in required))
         or (line.startswith("=") and " passed" in line)
         or (" call " in line and "tests/" in line and line.split()[0].endswith("s"))

@@ -23,7 +23,12 @@ from bench.kit import environment
 from bench.kit.context import Benchmark, Connector, Context
 from bench.record import BenchRecordError, BenchRun, Mode, Outcome, Status
 from pyspark_kafka_upgrade import testing
-from pyspark_kafka_upgrade.testing._jvm import use_test_jvm_options
+from pyspark_kafka_upgrade.testing._class_archive import ClassArchive, spark_class_archive
+from pyspark_kafka_upgrade.testing._jvm import (
+    TEST_JVM_OPTIONS,
+    spark_options_are_ours,
+    use_test_jvm_options,
+)
 from pyspark_kafka_upgrade.testing._kafka.start import start_kafka_backend
 
 HERE = Path(__file__).resolve().parent
@@ -81,7 +86,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.quick:
         # A quick run checks and does not measure: its JVMs start as the tests' do, with C1
         # only (a third less CPU on a CI machine), where a full run keeps the defaults.
-        use_test_jvm_options(os.environ)
+        archive = ClassArchive(None, "none (SPARK_SUBMIT_OPTS is the environment's own)")
+        if spark_options_are_ours(os.environ):
+            archive = spark_class_archive(TEST_JVM_OPTIONS, os.environ)
+        use_test_jvm_options(os.environ, archive.java_options())
+        print(f"spark class archive: {archive.note}")
     bench_run = run_benchmarks(chosen, mode, connectors, args.keep)
     print(table.render(bench_run))
     results = args.results or (RESULTS if mode == "full" else Path(tempfile.gettempdir()))

@@ -6,27 +6,50 @@ A test's JVM lives seconds to minutes on little data, where the optimising JIT c
 here spent a third less CPU and its wall time fell by 12 %, more where tests share two
 cores. Nothing a test checks depends on the compiler. The collector stays the JVM's own:
 with the serial one, `output show --limit 1000000` ran out of a 1 GiB heap that G1 serves.
-A value already in the environment, even an empty one, is kept.
+Spark's JVMs also map the class archive (``_class_archive``) where there is one.
+
+A value already in the environment, even an empty one, is kept, unless this plugin set it
+in a parent process (a test that runs another project's pytest, on another Spark): the
+child sets its own, for its own Spark.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, MutableMapping
+from collections.abc import Mapping, MutableMapping, Sequence
 
 TEST_JVM_OPTIONS = ("-XX:TieredStopAtLevel=1",)
 
 # The test brokers' (Apache Kafka's process and its container), read as Kafka's own scripts
 # read it. Unset, a broker runs with Kafka's defaults, as it does for the benchmarks.
 KAFKA_JVM_VARIABLE = "KAFKA_JVM_PERFORMANCE_OPTS"
-# spark-submit's driver (pyspark's gateway included), the standalone master and worker, and
-# the test brokers.
-_VARIABLES = ("SPARK_SUBMIT_OPTS", "SPARK_DAEMON_JAVA_OPTS", KAFKA_JVM_VARIABLE)
+# spark-submit's driver (pyspark's gateway included), the standalone master and worker.
+_SPARK_VARIABLES = ("SPARK_SUBMIT_OPTS", "SPARK_DAEMON_JAVA_OPTS")
+# The variables above that this plugin set, space-separated, for its children to recognise.
+SET_BY_PLUGIN = "PYSPARK_KAFKA_UPGRADE_TEST_JVM"
 
 
-def use_test_jvm_options(env: MutableMapping[str, str]) -> None:
-    """Give the JVMs that ``env`` starts the test options, where it sets none of its own."""
-    for name in _VARIABLES:
-        env.setdefault(name, " ".join(TEST_JVM_OPTIONS))
+def use_test_jvm_options(
+    env: MutableMapping[str, str], spark_options: Sequence[str] = ()
+) -> list[str]:
+    """Give the JVMs that ``env`` starts the test options, where it sets none of its own;
+    Spark's get ``spark_options`` too. The variables it set."""
+    inherited = set(env.get(SET_BY_PLUGIN, "").split())
+    wanted = {
+        **dict.fromkeys(_SPARK_VARIABLES, " ".join((*TEST_JVM_OPTIONS, *spark_options))),
+        KAFKA_JVM_VARIABLE: " ".join(TEST_JVM_OPTIONS),
+    }
+    chosen = [name for name in wanted if name not in env or name in inherited]
+    for name in chosen:
+        env[name] = wanted[name]
+    env[SET_BY_PLUGIN] = " ".join(chosen)
+    return chosen
+
+
+def spark_options_are_ours(env: Mapping[str, str]) -> bool:
+    """Whether this plugin sets the Spark drivers' options (no value of the environment's)."""
+    return (
+        "SPARK_SUBMIT_OPTS" not in env or "SPARK_SUBMIT_OPTS" in env.get(SET_BY_PLUGIN, "").split()
+    )
 
 
 def executor_java_options(env: Mapping[str, str]) -> str:

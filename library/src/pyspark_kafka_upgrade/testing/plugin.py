@@ -9,12 +9,13 @@ Loaded by the ``pytest11`` entry point wherever the library is installed. It giv
   (``_kafka.secured``), started only if a test asks for it.
 - ``spark``: one local SparkSession for the session, with the connector under test
   (``KAFKA_CONNECTOR=python|builtin``, else the project's own setting), and its event log
-  in ``spark_event_log``.
+  in ``spark_event_log`` when a selected test asks for that fixture.
 - ``project``: the project under test, named by the ini option ``pyspark_kafka_upgrade_project``
   (``"package.pipeline:PROJECT"``), which a project must set: with no default, a project
   cannot test the library's reference pipeline by mistake.
-- Every JVM a test starts (Spark's, the broker's) runs with C1 only and the serial
-  collector (``_jvm``), unless the environment sets ``SPARK_SUBMIT_OPTS`` and
+- Every JVM a test starts (Spark's, the broker's) runs with C1 only (``_jvm``), and
+  Spark's map a class archive of Spark's classes, built once per Java and Spark install
+  (``_class_archive``), unless the environment sets ``SPARK_SUBMIT_OPTS`` and
   ``SPARK_DAEMON_JAVA_OPTS`` itself.
 - The report header names the backend, the Kafka version and the connector, and every
   test that needs a broker is marked ``integration``.
@@ -40,8 +41,13 @@ from typing import TYPE_CHECKING
 import pytest
 
 from pyspark_kafka_upgrade._domain.values.project import Project
+from pyspark_kafka_upgrade.testing._class_archive import ClassArchive, spark_class_archive
 from pyspark_kafka_upgrade.testing._connector import connector_under_test, sink_under_test
-from pyspark_kafka_upgrade.testing._jvm import use_test_jvm_options
+from pyspark_kafka_upgrade.testing._jvm import (
+    TEST_JVM_OPTIONS,
+    spark_options_are_ours,
+    use_test_jvm_options,
+)
 from pyspark_kafka_upgrade.testing._kafka.backend import (
     BACKEND_ENV_VAR,
     KafkaBackend,
@@ -101,7 +107,11 @@ _BACKEND_CHOICE = pytest.StashKey[BackendChoice | KafkaBackendError]()
 _RUNNING_BACKEND = pytest.StashKey[KafkaBackend]()
 # Set on a test whose report already carries the broker's exit report.
 _BROKER_EXIT_SHOWN = pytest.StashKey[bool]()
+# The class archive this session's Spark JVMs map, or why there is none.
+_CLASS_ARCHIVE = pytest.StashKey[ClassArchive]()
 _KAFKA_FIXTURE = "kafka_backend"
+_EVENT_LOG_FIXTURE = "spark_event_log"
+_EVENT_LOG_ASKED = pytest.StashKey[bool]()
 _SECURED_FIXTURE = "secured_kafka"
 
 
@@ -130,6 +140,24 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.integration)
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_finish(session: pytest.Session) -> None:
+    # Before the report's lines and any test: Spark's JVMs map the class archive where the
+    # run starts many of them (the integration tests' commands, one JVM each). A run of
+    # unit tests starts one and is not made to wait for a build.
+    if not any(item.get_closest_marker("integration") for item in session.items):
+        archive = ClassArchive(None, "not used (no selected test needs Kafka)")
+    elif not spark_options_are_ours(os.environ):
+        archive = ClassArchive(None, "not used (SPARK_SUBMIT_OPTS is the environment's own)")
+    else:
+        archive = spark_class_archive(TEST_JVM_OPTIONS, os.environ)
+        use_test_jvm_options(os.environ, archive.java_options())
+    session.config.stash[_CLASS_ARCHIVE] = archive
+    session.config.stash[_EVENT_LOG_ASKED] = any(
+        _EVENT_LOG_FIXTURE in getattr(item, "fixturenames", ()) for item in session.items
+    )
+
+
 def _backend_choice(config: pytest.Config) -> BackendChoice | KafkaBackendError:
     if _BACKEND_CHOICE not in config.stash:
         try:
@@ -151,16 +179,22 @@ def pytest_report_collectionfinish(
         return [
             "kafka backend: not started (no selected test needs Kafka)",
             _connector_line(config),
+            _archive_line(config),
         ]
     choice = _backend_choice(config)
     if isinstance(choice, KafkaBackendError):
-        return [f"kafka backend: INVALID ({choice})", _connector_line(config)]
+        return [
+            f"kafka backend: INVALID ({choice})",
+            _connector_line(config),
+            _archive_line(config),
+        ]
     description = describe_backend_choice(choice.name, os.environ)
     # The passed-over notes say why auto did not take a better backend, e.g. no mvn.
     return [
         f"kafka backend: {choice.name} ({description})",
         *(f"  {note}" for note in choice.passed_over),
         _connector_line(config),
+        _archive_line(config),
     ]
 
 
@@ -177,6 +211,11 @@ def _connector_line(config: pytest.Config) -> str:
     else:
         reads = "the pykafka source on confluent-kafka"
     return f"kafka connector: {connector} ({reads}; Spark {version}, master local[1])"
+
+
+def _archive_line(config: pytest.Config) -> str:
+    archive = config.stash.get(_CLASS_ARCHIVE, None)
+    return f"spark class archive: {'none' if archive is None else archive.note}"
 
 
 def _pyspark_version() -> str | None:
@@ -275,6 +314,12 @@ def spark_event_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("spark-events")
 
 
+def event_log_asked(config: pytest.Config) -> bool:
+    """Whether a selected test asks for ``spark_event_log``: only then does the session write
+    one (every listener event of every batch as JSON cost a test JVM 7 % of its CPU)."""
+    return config.stash.get(_EVENT_LOG_ASKED, True)
+
+
 @pytest.fixture(scope="session")
 def spark(pytestconfig: pytest.Config, spark_event_log: Path) -> Iterator[SparkSession]:
     """One SparkSession for the whole run, started only if some test asks for it."""
@@ -285,7 +330,7 @@ def spark(pytestconfig: pytest.Config, spark_event_log: Path) -> Iterator[SparkS
     session = build_test_spark_session(
         "tests",
         connector_under_test(project),
-        event_log_dir=spark_event_log,
+        event_log_dir=spark_event_log if event_log_asked(pytestconfig) else None,
         delta=sink_under_test(project) == "delta",
     )
     yield session

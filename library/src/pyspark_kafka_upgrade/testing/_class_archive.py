@@ -1,0 +1,212 @@
+"""A class-data-sharing archive of Spark's classes, so that a test's JVM maps them instead
+of loading them one by one.
+
+A test starts many JVMs (its session's, and one per command it runs: `run`, `verify`,
+`output show`), each of which loads and verifies about 11,000 of Spark's classes. With
+them mapped from an archive, a local SparkSession here started in 5 s of CPU instead of
+11. The JVM does this itself: it records the classes a run loaded into a file at exit
+(``-XX:ArchiveClassesAtExit``, Java 13+) and maps them in later runs
+(``-XX:SharedArchiveFile``). What is ours is when: once per Java and Spark install, under
+a lock, before any test's JVM starts (Java 19's ``-XX:+AutoCreateSharedArchive`` would
+race when two JVMs start at once, and Java 17 has none).
+
+An archive that does not fit the JVM that maps it (another Java, another class path, a
+Spark reinstalled since) is refused by the JVM itself, which then starts as it would
+without one; its warnings are turned off so that no command's output changes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import importlib.util
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import portalocker
+
+# Where the archives live: beside the library's Maven jars.
+CACHE_ENV_VAR = "XDG_CACHE_HOME"
+DEFAULT_TIMEOUT_S = 300.0
+# Without these, a JVM refusing an archive says so on stdout, where commands print JSON.
+QUIET = ("-Xlog:cds=off", "-Xlog:cds+dynamic=off")
+
+# What the archive holds is what this run loads: a session, JSON parsed, an event-time
+# window aggregated with a watermark into an append-mode file sink with a checkpoint, a
+# listener on the query, the output read back. The arguments: a directory for its files.
+_WORKLOAD = """
+import sys
+from pyspark.sql import SparkSession, functions as F
+from pyspark.sql.streaming import StreamingQueryListener
+
+class Quiet(StreamingQueryListener):
+    def onQueryStarted(self, event): pass
+    def onQueryProgress(self, event): pass
+    def onQueryIdle(self, event): pass
+    def onQueryTerminated(self, event): pass
+
+work = sys.argv[1]
+spark = (
+    SparkSession.builder.master("local[1]").appName("class-archive")
+    .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "1")
+    .getOrCreate()
+)
+spark.streams.addListener(Quiet())
+lines = ['{"user_id": "u%d", "event_time": "2026-01-01T10:0%d:00Z"}' % (i, i) for i in range(5)]
+spark.createDataFrame([(line,) for line in lines], "value string").write.text(work + "/in")
+events = (
+    spark.readStream.schema("value string").text(work + "/in")
+    .select(F.from_json("value", "user_id string, event_time timestamp").alias("event"))
+    .select("event.*")
+    .withWatermark("event_time", "1 minute")
+    .groupBy(F.window("event_time", "10 minutes", "5 minutes"), "user_id")
+    .agg(F.count("*").alias("views"), F.approx_count_distinct("user_id").alias("users"),
+         F.min("event_time"), F.max("event_time"))
+)
+query = (
+    events.writeStream.outputMode("append").format("parquet")
+    .option("path", work + "/out").option("checkpointLocation", work + "/checkpoint")
+    .trigger(availableNow=True).start()
+)
+query.awaitTermination()
+spark.read.parquet(work + "/out").orderBy("window").collect()
+spark.stop()
+"""
+
+
+@dataclasses.dataclass(frozen=True)
+class ClassArchive:
+    """The archive a run's Spark JVMs map, or None, and one line for the report header."""
+
+    path: Path | None
+    note: str
+
+    def java_options(self) -> tuple[str, ...]:
+        if self.path is None:
+            return ()
+        return (f"-XX:SharedArchiveFile={self.path}", *QUIET)
+
+
+def spark_class_archive(
+    jvm_options: Sequence[str],
+    env: Mapping[str, str] | None = None,
+    *,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+) -> ClassArchive:
+    """This install's archive: from the cache, else built once by a run with ``jvm_options``."""
+    env = os.environ if env is None else env
+    jars = _spark_jars()
+    if jars is None:
+        return ClassArchive(None, "none (pyspark is not installed)")
+    java = _java(env)
+    if java is None:
+        return ClassArchive(None, "none (no java: neither JAVA_HOME nor PATH has one)")
+    path = archive_directory(env) / f"{archive_key(java, jars)}.jsa"
+    if path.is_file():
+        return ClassArchive(path, f"{path}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        # One build per install, whichever of the run's processes (xdist's workers, nested
+        # pytest runs) comes first; the others wait for it and map what it wrote.
+        with portalocker.Lock(
+            str(path.with_suffix(".lock")), timeout=timeout_s, fail_when_locked=False
+        ):
+            if path.is_file():
+                return ClassArchive(path, f"{path}")
+            started = time.monotonic()
+            failure = _build(path, jvm_options, env, timeout_s)
+    except portalocker.LockException:
+        return ClassArchive(None, f"none (another run held {path}.lock for {timeout_s:.0f} s)")
+    if failure is not None:
+        return ClassArchive(None, f"none ({failure}); Spark's JVMs start without one")
+    return ClassArchive(path, f"{path} (built in {time.monotonic() - started:.0f} s)")
+
+
+def archive_directory(env: Mapping[str, str]) -> Path:
+    xdg = env.get(CACHE_ENV_VAR, "").strip()
+    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
+    return base / "pyspark-kafka-upgrade" / "class-archives"
+
+
+def archive_key(java: Path, jars: Path) -> str:
+    """Names what the archive fits: this Java (its binary, its VM, its own base archive) and
+    these Spark jars, each by path, size and modification time, as the JVM checks them."""
+    java = java.resolve()
+    home = java.parent.parent
+    stamped = [java, *sorted(home.glob("lib/server/*")), *sorted(jars.resolve().glob("*.jar"))]
+    digest = hashlib.sha256()
+    for file in stamped:
+        stat = file.stat()
+        digest.update(f"{file}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
+    return digest.hexdigest()[:20]
+
+
+def _spark_jars() -> Path | None:
+    spec = importlib.util.find_spec("pyspark")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    jars = Path(next(iter(spec.submodule_search_locations))) / "jars"
+    return jars if jars.is_dir() else None
+
+
+def _java(env: Mapping[str, str]) -> Path | None:
+    # As Spark's launch scripts choose it.
+    home = env.get("JAVA_HOME", "").strip()
+    if home:
+        candidate = Path(home) / "bin" / "java"
+        return candidate if os.access(candidate, os.X_OK) else None
+    found = shutil.which("java", path=env.get("PATH", ""))
+    return None if found is None else Path(found)
+
+
+def _build(
+    path: Path, jvm_options: Sequence[str], env: Mapping[str, str], timeout_s: float
+) -> str | None:
+    """Writes the archive at ``path`` whole, or nothing; the reason it could not, or None."""
+    # The JVM writes at its exit; renamed into place (on the same file system) only once it
+    # exited cleanly, so that no JVM ever maps half a file.
+    partial = path.with_name(f".{path.stem}.{os.getpid()}.partial")
+    try:
+        return _dump(partial, path, jvm_options, env, timeout_s)
+    finally:
+        partial.unlink(missing_ok=True)
+
+
+def _dump(
+    partial: Path, path: Path, jvm_options: Sequence[str], env: Mapping[str, str], timeout_s: float
+) -> str | None:
+    with tempfile.TemporaryDirectory(prefix="class-archive-") as work:
+        options = [*jvm_options, f"-XX:ArchiveClassesAtExit={partial}", *QUIET]
+        child_env = {**env, "SPARK_SUBMIT_OPTS": " ".join(options)}
+        command = [sys.executable, "-c", _WORKLOAD, str(Path(work) / "run")]
+        process = subprocess.Popen(
+            command,
+            cwd=work,
+            env=child_env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
+        try:
+            # Returns once every holder of the pipe closed it: the JVM too, after its dump.
+            output, _ = process.communicate(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.communicate()
+            return f"its run took over {timeout_s:.0f} s"
+        if process.returncode != 0:
+            last = [line for line in output.splitlines() if line.strip()][-1:] or ["no output"]
+            return f"its run exited with {process.returncode}: {last[0].strip()}"
+        if not partial.is_file() or partial.stat().st_size == 0:
+            return "the JVM wrote no archive"
+        os.replace(partial, path)
+    return None
