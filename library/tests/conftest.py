@@ -15,7 +15,7 @@ import pytest
 
 import support.soak_table
 from pyspark_kafka_upgrade.testing._connector import connector_under_test
-from pyspark_kafka_upgrade.testing.plugin import event_log_asked, project_under_test
+from pyspark_kafka_upgrade.testing.plugin import project_under_test
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -40,10 +40,7 @@ def spark(pytestconfig: pytest.Config, spark_event_log: Path) -> Iterator[SparkS
 
     project = project_under_test(pytestconfig)
     session = build_test_spark_session(
-        "tests",
-        connector_under_test(project),
-        event_log_dir=spark_event_log if event_log_asked(pytestconfig) else None,
-        delta=True,
+        "tests", connector_under_test(project), event_log_dir=spark_event_log, delta=True
     )
     yield session
     session.stop()

@@ -15,7 +15,9 @@ import pytest
 
 from pyspark_kafka_upgrade.testing import _class_archive
 from pyspark_kafka_upgrade.testing._class_archive import (
+    DYNAMIC_ARCHIVE_MAGIC,
     QUIET,
+    ClassArchive,
     archive_directory,
     archive_key,
     spark_class_archive,
@@ -190,3 +192,52 @@ def test_a_jvm_that_cannot_map_the_archive_starts_without_it_and_says_nothing(
         check=False,
     )
     assert "Unable to use shared archive" in loud.stdout
+
+
+# A stand-in for the workload, run as it is: it writes where the JVM would dump.
+WRITES = """
+import os, sys
+[option] = [o for o in os.environ["SPARK_SUBMIT_OPTS"].split() if "ArchiveClassesAtExit" in o]
+open(option.partition("=")[2], "wb").write(bytes.fromhex(sys.argv[1]))
+"""
+
+
+def build_with(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, workload: str) -> ClassArchive:
+    monkeypatch.setattr(_class_archive, "_WORKLOAD", workload)
+    return spark_class_archive((), {**os.environ, "XDG_CACHE_HOME": str(tmp_path)})
+
+
+def test_a_file_that_is_no_dynamic_archive_is_never_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    archive = build_with(monkeypatch, tmp_path, WRITES.replace("sys.argv[1]", '"00" * 64'))
+    assert archive.path is None
+    assert "the JVM wrote no dynamic archive (64 bytes)" in archive.note
+    # Nothing left but the lock: no archive, no partial file.
+    left = archive_directory({"XDG_CACHE_HOME": str(tmp_path)}).iterdir()
+    assert [path.suffix for path in left] == [".lock"]
+    # The control: the same file with the magic is kept.
+    kept = build_with(
+        monkeypatch, tmp_path, WRITES.replace("sys.argv[1]", f'"{DYNAMIC_ARCHIVE_MAGIC.hex()}"')
+    )
+    assert kept.path is not None
+    assert kept.path.read_bytes() == DYNAMIC_ARCHIVE_MAGIC
+
+
+def test_a_run_that_fails_is_named_by_its_last_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    archive = build_with(monkeypatch, tmp_path, "import sys\nsys.exit('no JVM today')")
+    assert archive.note == (
+        "none (its run exited with 1: no JVM today); Spark's JVMs start without one"
+    )
+
+
+def test_a_cache_that_cannot_be_written_leaves_the_run_without_an_archive(
+    tmp_path: Path,
+) -> None:
+    blocked = tmp_path / "file"
+    blocked.write_text("not a directory")
+    archive = spark_class_archive((), {**os.environ, "XDG_CACHE_HOME": str(blocked)})
+    assert archive.path is None
+    assert archive.note.startswith("none ([Errno 20] Not a directory")

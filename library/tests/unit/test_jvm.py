@@ -4,6 +4,7 @@ environment the plugin sets."""
 
 from __future__ import annotations
 
+import json
 import os
 
 from pyspark.sql import SparkSession
@@ -29,7 +30,15 @@ def test_an_environment_without_options_gets_the_test_options() -> None:
         "SPARK_DAEMON_JAVA_OPTS": "-XX:TieredStopAtLevel=1 -XX:SharedArchiveFile=/cache/a.jsa",
         # Spark's archive is no use to Kafka's broker, whose classes are others.
         "KAFKA_JVM_PERFORMANCE_OPTS": "-XX:TieredStopAtLevel=1",
-        SET_BY_PLUGIN: "SPARK_SUBMIT_OPTS SPARK_DAEMON_JAVA_OPTS KAFKA_JVM_PERFORMANCE_OPTS",
+        SET_BY_PLUGIN: json.dumps(
+            {
+                "SPARK_SUBMIT_OPTS": "-XX:TieredStopAtLevel=1 -XX:SharedArchiveFile=/cache/a.jsa",
+                "SPARK_DAEMON_JAVA_OPTS": (
+                    "-XX:TieredStopAtLevel=1 -XX:SharedArchiveFile=/cache/a.jsa"
+                ),
+                "KAFKA_JVM_PERFORMANCE_OPTS": "-XX:TieredStopAtLevel=1",
+            }
+        ),
     }
     assert executor_java_options(env) == env["SPARK_SUBMIT_OPTS"]
     assert spark_options_are_ours(env)
@@ -44,7 +53,7 @@ def test_options_the_environment_sets_even_empty_are_kept() -> None:
     kept = dict(env)
     assert not spark_options_are_ours(env)
     use_test_jvm_options(env, ARCHIVE)
-    assert env == {**kept, SET_BY_PLUGIN: ""}
+    assert env == {**kept, SET_BY_PLUGIN: "{}"}
     # Executors run what the drivers run.
     assert executor_java_options(env) == ""
 
@@ -61,7 +70,22 @@ def test_a_child_session_sets_again_what_its_parents_plugin_set_and_nothing_else
         == "-XX:TieredStopAtLevel=1 -XX:SharedArchiveFile=/cache/other.jsa"
     )
     assert child["SPARK_DAEMON_JAVA_OPTS"] == "-Xmx2g"
-    assert child[SET_BY_PLUGIN] == "SPARK_SUBMIT_OPTS KAFKA_JVM_PERFORMANCE_OPTS"
+    assert set(json.loads(child[SET_BY_PLUGIN])) == {
+        "SPARK_SUBMIT_OPTS",
+        "KAFKA_JVM_PERFORMANCE_OPTS",
+    }
+
+
+def test_a_value_set_over_the_parents_is_the_environments_own_and_kept() -> None:
+    # A test that runs a child pytest with its own SPARK_SUBMIT_OPTS, the parent's record
+    # passed on with the rest of its environment.
+    env: dict[str, str] = {}
+    use_test_jvm_options(env, ARCHIVE)
+    child = {**env, "SPARK_SUBMIT_OPTS": "-Xmx4g"}
+    assert not spark_options_are_ours(child)
+    use_test_jvm_options(child, ("-XX:SharedArchiveFile=/cache/other.jsa",))
+    assert child["SPARK_SUBMIT_OPTS"] == "-Xmx4g"
+    assert child["SPARK_DAEMON_JAVA_OPTS"].endswith("/cache/other.jsa")
 
 
 def test_the_plugin_set_them_before_the_sessions_jvm_started(spark: SparkSession) -> None:

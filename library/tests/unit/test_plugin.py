@@ -1,6 +1,5 @@
 """The plugin marks every test that needs a broker ``integration``, so that a project's
-`pytest -m "not integration"` never starts one, whether or not the test's author marked it;
-its session writes Spark's event log only for a run that asks for it."""
+`pytest -m "not integration"` never starts one, whether or not the test's author marked it."""
 
 from __future__ import annotations
 
@@ -9,11 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-from pyspark.sql import SparkSession
-
 import pyspark_kafka_upgrade
-from pyspark_kafka_upgrade.testing.plugin import event_log_asked
 
 SOURCE = Path(pyspark_kafka_upgrade.__file__).resolve().parents[1]
 PLUGIN = "pyspark_kafka_upgrade.testing.plugin"
@@ -67,15 +62,3 @@ def test_integration_selects_them_all(tmp_path: Path) -> None:
         "test_uses_it_through_a_fixture",
         "test_uses_the_secured_broker",
     ]
-
-
-def test_the_sessions_event_log_is_written_only_when_a_selected_test_asks_for_it(
-    spark: SparkSession, request: pytest.FixtureRequest
-) -> None:
-    # Both ways are checked: the unit run asks for none, the secured Kafka tests ask for it
-    # (test_secured_kafka.py finds the log written).
-    asked = any(
-        "spark_event_log" in getattr(item, "fixturenames", ()) for item in request.session.items
-    )
-    assert event_log_asked(request.config) == asked
-    assert spark.conf.get("spark.eventLog.enabled", "false") == str(asked).lower()

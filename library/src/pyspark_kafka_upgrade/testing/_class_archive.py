@@ -36,7 +36,12 @@ import portalocker
 CACHE_ENV_VAR = "XDG_CACHE_HOME"
 DEFAULT_TIMEOUT_S = 300.0
 # Without these, a JVM refusing an archive says so on stdout, where commands print JSON.
-QUIET = ("-Xlog:cds=off", "-Xlog:cds+dynamic=off")
+# Every tag set that starts with cds; Spark's launcher splits the options itself, no shell
+# expands the star.
+QUIET = ("-Xlog:cds*=off",)
+# The first four bytes of a dynamic archive (HotSpot's CDS_DYNAMIC_ARCHIVE_MAGIC, 0xf00baba8,
+# little endian): a file without them is no archive of this kind.
+DYNAMIC_ARCHIVE_MAGIC = bytes.fromhex("a8ab0bf0")
 
 # What the archive holds is what this run loads: a session, JSON parsed, an event-time
 # window aggregated with a watermark into an append-mode file sink with a checkpoint, a
@@ -100,9 +105,17 @@ def spark_class_archive(
     *,
     timeout_s: float = DEFAULT_TIMEOUT_S,
 ) -> ClassArchive:
-    """This install's archive: from the cache, else built once by a run with ``jvm_options``."""
+    """This install's archive: from the cache, else built once by a run with ``jvm_options``.
+    Never raises for want of one: the tests run as well without it, only slower."""
     env = os.environ if env is None else env
-    jars = _spark_jars()
+    try:
+        return _archive(jvm_options, env, timeout_s)
+    except (OSError, RuntimeError) as error:  # a read-only cache, no home directory
+        return ClassArchive(None, f"none ({error}); Spark's JVMs start without one")
+
+
+def _archive(jvm_options: Sequence[str], env: Mapping[str, str], timeout_s: float) -> ClassArchive:
+    jars = _spark_jars(env)
     if jars is None:
         return ClassArchive(None, "none (pyspark is not installed)")
     java = _java(env)
@@ -112,18 +125,18 @@ def spark_class_archive(
     if path.is_file():
         return ClassArchive(path, f"{path}")
     path.parent.mkdir(parents=True, exist_ok=True)
+    lock = path.with_suffix(".lock")
     try:
         # One build per install, whichever of the run's processes (xdist's workers, nested
-        # pytest runs) comes first; the others wait for it and map what it wrote.
-        with portalocker.Lock(
-            str(path.with_suffix(".lock")), timeout=timeout_s, fail_when_locked=False
-        ):
+        # pytest runs) comes first; the others wait for it and map what it wrote. Waiting
+        # longer than a build may take, so that a waiter never gives up on a build under way.
+        with portalocker.Lock(str(lock), timeout=2 * timeout_s, fail_when_locked=False):
             if path.is_file():
                 return ClassArchive(path, f"{path}")
             started = time.monotonic()
             failure = _build(path, jvm_options, env, timeout_s)
     except portalocker.LockException:
-        return ClassArchive(None, f"none (another run held {path}.lock for {timeout_s:.0f} s)")
+        return ClassArchive(None, f"none (another run held {lock} for {2 * timeout_s:.0f} s)")
     if failure is not None:
         return ClassArchive(None, f"none ({failure}); Spark's JVMs start without one")
     return ClassArchive(path, f"{path} (built in {time.monotonic() - started:.0f} s)")
@@ -148,7 +161,12 @@ def archive_key(java: Path, jars: Path) -> str:
     return digest.hexdigest()[:20]
 
 
-def _spark_jars() -> Path | None:
+def _spark_jars(env: Mapping[str, str]) -> Path | None:
+    # As pyspark's launcher chooses them: SPARK_HOME's, else the installed package's.
+    home = env.get("SPARK_HOME", "").strip()
+    if home:
+        jars = Path(home) / "jars"
+        return jars if jars.is_dir() else None
     spec = importlib.util.find_spec("pyspark")
     if spec is None or not spec.submodule_search_locations:
         return None
@@ -183,7 +201,8 @@ def _dump(
     partial: Path, path: Path, jvm_options: Sequence[str], env: Mapping[str, str], timeout_s: float
 ) -> str | None:
     with tempfile.TemporaryDirectory(prefix="class-archive-") as work:
-        options = [*jvm_options, f"-XX:ArchiveClassesAtExit={partial}", *QUIET]
+        # Not QUIET: the JVM's messages go to the pipe, and say why a dump failed.
+        options = [*jvm_options, f"-XX:ArchiveClassesAtExit={partial}"]
         child_env = {**env, "SPARK_SUBMIT_OPTS": " ".join(options)}
         command = [sys.executable, "-c", _WORKLOAD, str(Path(work) / "run")]
         process = subprocess.Popen(
@@ -200,13 +219,30 @@ def _dump(
             # Returns once every holder of the pipe closed it: the JVM too, after its dump.
             output, _ = process.communicate(timeout=timeout_s)
         except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.communicate()
+            _stop(process)
             return f"its run took over {timeout_s:.0f} s"
+        except BaseException:
+            # Interrupted (Ctrl-C, a signal): no JVM left behind to write after the cleanup.
+            _stop(process)
+            raise
         if process.returncode != 0:
-            last = [line for line in output.splitlines() if line.strip()][-1:] or ["no output"]
-            return f"its run exited with {process.returncode}: {last[0].strip()}"
-        if not partial.is_file() or partial.stat().st_size == 0:
-            return "the JVM wrote no archive"
+            return f"its run exited with {process.returncode}: {_last_line(output)}"
+        if not partial.is_file():
+            return f"the JVM wrote no archive: {_last_line(output)}"
+        with partial.open("rb") as archive:
+            magic = archive.read(4)
+        if magic != DYNAMIC_ARCHIVE_MAGIC:
+            # Kept, it would never be rebuilt: its key is the install's, not the file's.
+            return f"the JVM wrote no dynamic archive ({partial.stat().st_size} bytes)"
         os.replace(partial, path)
     return None
+
+
+def _stop(process: subprocess.Popen[str]) -> None:
+    os.killpg(process.pid, signal.SIGKILL)
+    process.communicate()
+
+
+def _last_line(output: str) -> str:
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    return lines[-1] if lines else "no output"

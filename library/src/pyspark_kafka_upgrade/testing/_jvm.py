@@ -15,6 +15,7 @@ child sets its own, for its own Spark.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, MutableMapping, Sequence
 
 TEST_JVM_OPTIONS = ("-XX:TieredStopAtLevel=1",)
@@ -24,7 +25,8 @@ TEST_JVM_OPTIONS = ("-XX:TieredStopAtLevel=1",)
 KAFKA_JVM_VARIABLE = "KAFKA_JVM_PERFORMANCE_OPTS"
 # spark-submit's driver (pyspark's gateway included), the standalone master and worker.
 _SPARK_VARIABLES = ("SPARK_SUBMIT_OPTS", "SPARK_DAEMON_JAVA_OPTS")
-# The variables above that this plugin set, space-separated, for its children to recognise.
+# What this plugin set, as JSON {variable: value}, for its children to recognise: a value
+# that is still the one it set is the plugin's, any other the environment's own.
 SET_BY_PLUGIN = "PYSPARK_KAFKA_UPGRADE_TEST_JVM"
 
 
@@ -33,23 +35,32 @@ def use_test_jvm_options(
 ) -> list[str]:
     """Give the JVMs that ``env`` starts the test options, where it sets none of its own;
     Spark's get ``spark_options`` too. The variables it set."""
-    inherited = set(env.get(SET_BY_PLUGIN, "").split())
+    ours = _set_by_plugin(env)
     wanted = {
         **dict.fromkeys(_SPARK_VARIABLES, " ".join((*TEST_JVM_OPTIONS, *spark_options))),
         KAFKA_JVM_VARIABLE: " ".join(TEST_JVM_OPTIONS),
     }
-    chosen = [name for name in wanted if name not in env or name in inherited]
+    chosen = [name for name in wanted if name not in env or name in ours]
     for name in chosen:
         env[name] = wanted[name]
-    env[SET_BY_PLUGIN] = " ".join(chosen)
+    env[SET_BY_PLUGIN] = json.dumps({name: env[name] for name in chosen})
     return chosen
 
 
 def spark_options_are_ours(env: Mapping[str, str]) -> bool:
     """Whether this plugin sets the Spark drivers' options (no value of the environment's)."""
-    return (
-        "SPARK_SUBMIT_OPTS" not in env or "SPARK_SUBMIT_OPTS" in env.get(SET_BY_PLUGIN, "").split()
-    )
+    return "SPARK_SUBMIT_OPTS" not in env or "SPARK_SUBMIT_OPTS" in _set_by_plugin(env)
+
+
+def _set_by_plugin(env: Mapping[str, str]) -> set[str]:
+    """The variables whose value is still the one this plugin (here or in a parent) set."""
+    try:
+        recorded = json.loads(env.get(SET_BY_PLUGIN, "") or "{}")
+    except ValueError:
+        return set()
+    if not isinstance(recorded, dict):
+        return set()
+    return {name for name, value in recorded.items() if env.get(name) == value}
 
 
 def executor_java_options(env: Mapping[str, str]) -> str:

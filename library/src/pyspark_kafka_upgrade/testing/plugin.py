@@ -9,7 +9,7 @@ Loaded by the ``pytest11`` entry point wherever the library is installed. It giv
   (``_kafka.secured``), started only if a test asks for it.
 - ``spark``: one local SparkSession for the session, with the connector under test
   (``KAFKA_CONNECTOR=python|builtin``, else the project's own setting), and its event log
-  in ``spark_event_log`` when a selected test asks for that fixture.
+  in ``spark_event_log``.
 - ``project``: the project under test, named by the ini option ``pyspark_kafka_upgrade_project``
   (``"package.pipeline:PROJECT"``), which a project must set: with no default, a project
   cannot test the library's reference pipeline by mistake.
@@ -110,8 +110,6 @@ _BROKER_EXIT_SHOWN = pytest.StashKey[bool]()
 # The class archive this session's Spark JVMs map, or why there is none.
 _CLASS_ARCHIVE = pytest.StashKey[ClassArchive]()
 _KAFKA_FIXTURE = "kafka_backend"
-_EVENT_LOG_FIXTURE = "spark_event_log"
-_EVENT_LOG_ASKED = pytest.StashKey[bool]()
 _SECURED_FIXTURE = "secured_kafka"
 
 
@@ -145,7 +143,9 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     # Before the report's lines and any test: Spark's JVMs map the class archive where the
     # run starts many of them (the integration tests' commands, one JVM each). A run of
     # unit tests starts one and is not made to wait for a build.
-    if not any(item.get_closest_marker("integration") for item in session.items):
+    if session.config.option.collectonly:
+        archive = ClassArchive(None, "not used (no test runs)")
+    elif not any(item.get_closest_marker("integration") for item in session.items):
         archive = ClassArchive(None, "not used (no selected test needs Kafka)")
     elif not spark_options_are_ours(os.environ):
         archive = ClassArchive(None, "not used (SPARK_SUBMIT_OPTS is the environment's own)")
@@ -153,9 +153,6 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         archive = spark_class_archive(TEST_JVM_OPTIONS, os.environ)
         use_test_jvm_options(os.environ, archive.java_options())
     session.config.stash[_CLASS_ARCHIVE] = archive
-    session.config.stash[_EVENT_LOG_ASKED] = any(
-        _EVENT_LOG_FIXTURE in getattr(item, "fixturenames", ()) for item in session.items
-    )
 
 
 def _backend_choice(config: pytest.Config) -> BackendChoice | KafkaBackendError:
@@ -314,12 +311,6 @@ def spark_event_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("spark-events")
 
 
-def event_log_asked(config: pytest.Config) -> bool:
-    """Whether a selected test asks for ``spark_event_log``: only then does the session write
-    one (every listener event of every batch as JSON cost a test JVM 7 % of its CPU)."""
-    return config.stash.get(_EVENT_LOG_ASKED, True)
-
-
 @pytest.fixture(scope="session")
 def spark(pytestconfig: pytest.Config, spark_event_log: Path) -> Iterator[SparkSession]:
     """One SparkSession for the whole run, started only if some test asks for it."""
@@ -330,7 +321,7 @@ def spark(pytestconfig: pytest.Config, spark_event_log: Path) -> Iterator[SparkS
     session = build_test_spark_session(
         "tests",
         connector_under_test(project),
-        event_log_dir=spark_event_log if event_log_asked(pytestconfig) else None,
+        event_log_dir=spark_event_log,
         delta=sink_under_test(project) == "delta",
     )
     yield session
