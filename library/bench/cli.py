@@ -86,8 +86,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.quick:
         # A quick run checks and does not measure: its JVMs start as the tests' do, with C1
         # only (a third less CPU on a CI machine), where a full run keeps the defaults.
-        archive = ClassArchive(None, "none (SPARK_SUBMIT_OPTS is the environment's own)")
-        if spark_options_are_ours(os.environ):
+        # As the plugin does: an archive only where Spark's JVMs start, over Kafka.
+        archive = ClassArchive(None, "not used (no chosen benchmark needs Kafka)")
+        if not spark_options_are_ours(os.environ):
+            archive = ClassArchive(None, "not used (SPARK_SUBMIT_OPTS is the environment's own)")
+        elif any(benchmark.needs_kafka for benchmark in chosen):
             archive = spark_class_archive(TEST_JVM_OPTIONS, os.environ)
         use_test_jvm_options(os.environ, archive.java_options())
         print(f"spark class archive: {archive.note}")
