@@ -4,6 +4,7 @@ fit."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import threading
@@ -20,6 +21,7 @@ from pyspark_kafka_upgrade.testing._class_archive import (
     ClassArchive,
     archive_directory,
     archive_key,
+    prune,
     spark_class_archive,
 )
 from pyspark_kafka_upgrade.testing._jvm import TEST_JVM_OPTIONS
@@ -213,9 +215,9 @@ def test_a_file_that_is_no_dynamic_archive_is_never_kept(
     archive = build_with(monkeypatch, tmp_path, WRITES.replace("sys.argv[1]", '"00" * 64'))
     assert archive.path is None
     assert "the JVM wrote no dynamic archive (64 bytes)" in archive.note
-    # Nothing left but the lock: no archive, no partial file.
+    # No archive and no partial file: only the lock and the install's record.
     left = archive_directory({"XDG_CACHE_HOME": str(tmp_path)}).iterdir()
-    assert [path.suffix for path in left] == [".lock"]
+    assert sorted(path.suffix for path in left) == [".json", ".lock"]
     # The control: the same file with the magic is kept.
     kept = build_with(
         monkeypatch, tmp_path, WRITES.replace("sys.argv[1]", f'"{DYNAMIC_ARCHIVE_MAGIC.hex()}"')
@@ -241,3 +243,32 @@ def test_a_cache_that_cannot_be_written_leaves_the_run_without_an_archive(
     archive = spark_class_archive((), {**os.environ, "XDG_CACHE_HOME": str(blocked)})
     assert archive.path is None
     assert archive.note.startswith("none ([Errno 20] Not a directory")
+
+
+def test_a_build_drops_the_archives_of_installs_that_are_gone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    builds_counted(monkeypatch)
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    directory = archive_directory(env)
+    directory.mkdir(parents=True)
+    kept_jars = tmp_path / "kept" / "jars"
+    kept_jars.mkdir(parents=True)
+    for key, jars in (("gone", tmp_path / "deleted-venv" / "jars"), ("kept", kept_jars)):
+        for suffix in (".jsa", ".lock"):
+            (directory / f"{key}{suffix}").write_bytes(b"")
+        (directory / f"{key}.json").write_text(json.dumps({"jars": str(jars)}))
+    built = spark_class_archive((), env)
+    assert built.path is not None
+    assert sorted(path.name for path in directory.iterdir()) == sorted(
+        [
+            "kept.jsa",
+            "kept.lock",
+            "kept.json",
+            built.path.name,
+            built.path.with_suffix(".lock").name,
+            built.path.with_suffix(".json").name,
+        ]
+    )
+    # The new archive's record names this install, so it stays while the install does.
+    assert prune(directory) == []

@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import importlib.util
+import json
 import os
 import shutil
 import signal
@@ -125,6 +126,9 @@ def _archive(jvm_options: Sequence[str], env: Mapping[str, str], timeout_s: floa
     if path.is_file():
         return ClassArchive(path, f"{path}")
     path.parent.mkdir(parents=True, exist_ok=True)
+    # A build is the moment to drop the archives of installs that are gone (a CI clone's
+    # virtualenvs): 178 MB each, and nothing else ever removes them.
+    prune(path.parent)
     lock = path.with_suffix(".lock")
     try:
         # One build per install, whichever of the run's processes (xdist's workers, nested
@@ -133,6 +137,9 @@ def _archive(jvm_options: Sequence[str], env: Mapping[str, str], timeout_s: floa
         with portalocker.Lock(str(lock), timeout=2 * timeout_s, fail_when_locked=False):
             if path.is_file():
                 return ClassArchive(path, f"{path}")
+            # Which install it is for, so that a later build can drop it once that is gone.
+            record = {"jars": str(jars.resolve())}
+            path.with_suffix(".json").write_text(json.dumps(record), encoding="utf-8")
             started = time.monotonic()
             failure = _build(path, jvm_options, env, timeout_s)
     except portalocker.LockException:
@@ -159,6 +166,22 @@ def archive_key(java: Path, jars: Path) -> str:
         stat = file.stat()
         digest.update(f"{file}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
     return digest.hexdigest()[:20]
+
+
+def prune(directory: Path) -> list[Path]:
+    """Removes the archives whose Spark install no longer exists; the archives removed."""
+    removed = []
+    for record in directory.glob("*.json"):
+        try:
+            jars = Path(json.loads(record.read_text(encoding="utf-8"))["jars"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if jars.is_dir():
+            continue
+        for suffix in (".jsa", ".lock", ".json"):
+            record.with_suffix(suffix).unlink(missing_ok=True)
+        removed.append(record.with_suffix(".jsa"))
+    return removed
 
 
 def _spark_jars(env: Mapping[str, str]) -> Path | None:
