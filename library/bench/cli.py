@@ -23,12 +23,8 @@ from bench.kit import environment
 from bench.kit.context import Benchmark, Connector, Context
 from bench.record import BenchRecordError, BenchRun, Mode, Outcome, Status
 from pyspark_kafka_upgrade import testing
-from pyspark_kafka_upgrade.testing._class_archive import ClassArchive, spark_class_archive
-from pyspark_kafka_upgrade.testing._jvm import (
-    TEST_JVM_OPTIONS,
-    spark_options_are_ours,
-    use_test_jvm_options,
-)
+from pyspark_kafka_upgrade.testing._class_archive import use_class_archive
+from pyspark_kafka_upgrade.testing._jvm import use_test_jvm_options
 from pyspark_kafka_upgrade.testing._kafka.start import start_kafka_backend
 
 HERE = Path(__file__).resolve().parent
@@ -86,13 +82,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.quick:
         # A quick run checks and does not measure: its JVMs start as the tests' do, with C1
         # only (a third less CPU on a CI machine), where a full run keeps the defaults.
+        use_test_jvm_options(os.environ)
         # As the plugin does: an archive only where Spark's JVMs start, over Kafka.
-        archive = ClassArchive(None, "not used (no chosen benchmark needs Kafka)")
-        if not spark_options_are_ours(os.environ):
-            archive = ClassArchive(None, "not used (SPARK_SUBMIT_OPTS is the environment's own)")
-        elif any(benchmark.needs_kafka for benchmark in chosen):
-            archive = spark_class_archive(TEST_JVM_OPTIONS, os.environ)
-        use_test_jvm_options(os.environ, archive.java_options())
+        needed = any(benchmark.needs_kafka for benchmark in chosen)
+        archive = use_class_archive(
+            os.environ, None if needed else "no chosen benchmark needs Kafka"
+        )
         print(f"spark class archive: {archive.note}")
     bench_run = run_benchmarks(chosen, mode, connectors, args.keep)
     print(table.render(bench_run))

@@ -28,13 +28,18 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, MutableMapping, Sequence
 from pathlib import Path
 
 import portalocker
 
-# Where the archives live: beside the library's Maven jars.
-CACHE_ENV_VAR = "XDG_CACHE_HOME"
+from pyspark_kafka_upgrade._adapters.spark import maven
+from pyspark_kafka_upgrade.testing._jvm import (
+    TEST_JVM_OPTIONS,
+    spark_options_are_ours,
+    use_test_jvm_options,
+)
+
 DEFAULT_TIMEOUT_S = 300.0
 # Without these, a JVM refusing an archive says so on stdout, where commands print JSON.
 # Every tag set that starts with cds; Spark's launcher splits the options itself, no shell
@@ -100,6 +105,18 @@ class ClassArchive:
         return (f"-XX:SharedArchiveFile={self.path}", *QUIET)
 
 
+def use_class_archive(env: MutableMapping[str, str], unneeded: str | None) -> ClassArchive:
+    """The archive for the Spark JVMs ``env`` starts, put into its options; none where the
+    run starts few of them (``unneeded`` says why) or the environment sets its own options."""
+    if unneeded is not None:
+        return ClassArchive(None, f"not used ({unneeded})")
+    if not spark_options_are_ours(env):
+        return ClassArchive(None, "not used (SPARK_SUBMIT_OPTS is the environment's own)")
+    archive = spark_class_archive(TEST_JVM_OPTIONS, env)
+    use_test_jvm_options(env, archive.java_options())
+    return archive
+
+
 def spark_class_archive(
     jvm_options: Sequence[str],
     env: Mapping[str, str] | None = None,
@@ -150,9 +167,8 @@ def _archive(jvm_options: Sequence[str], env: Mapping[str, str], timeout_s: floa
 
 
 def archive_directory(env: Mapping[str, str]) -> Path:
-    xdg = env.get(CACHE_ENV_VAR, "").strip()
-    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
-    return base / "pyspark-kafka-upgrade" / "class-archives"
+    # Beside the library's Maven jars.
+    return maven.library_cache(env) / "class-archives"
 
 
 def archive_key(java: Path, jars: Path) -> str:
@@ -198,7 +214,8 @@ def _spark_jars(env: Mapping[str, str]) -> Path | None:
 
 
 def _java(env: Mapping[str, str]) -> Path | None:
-    # As Spark's launch scripts choose it.
+    # As Spark's launch scripts choose it: session.java_executable's rule, which cannot be
+    # imported here (its module loads pyspark) and refuses where this only does without.
     home = env.get("JAVA_HOME", "").strip()
     if home:
         candidate = Path(home) / "bin" / "java"

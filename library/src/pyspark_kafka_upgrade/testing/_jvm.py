@@ -30,11 +30,9 @@ _SPARK_VARIABLES = ("SPARK_SUBMIT_OPTS", "SPARK_DAEMON_JAVA_OPTS")
 SET_BY_PLUGIN = "PYSPARK_KAFKA_UPGRADE_TEST_JVM"
 
 
-def use_test_jvm_options(
-    env: MutableMapping[str, str], spark_options: Sequence[str] = ()
-) -> list[str]:
+def use_test_jvm_options(env: MutableMapping[str, str], spark_options: Sequence[str] = ()) -> None:
     """Give the JVMs that ``env`` starts the test options, where it sets none of its own;
-    Spark's get ``spark_options`` too. The variables it set."""
+    Spark's get ``spark_options`` too."""
     ours = _set_by_plugin(env)
     wanted = {
         **dict.fromkeys(_SPARK_VARIABLES, " ".join((*TEST_JVM_OPTIONS, *spark_options))),
@@ -44,7 +42,6 @@ def use_test_jvm_options(
     for name in chosen:
         env[name] = wanted[name]
     env[SET_BY_PLUGIN] = json.dumps({name: env[name] for name in chosen})
-    return chosen
 
 
 def spark_options_are_ours(env: Mapping[str, str]) -> bool:

@@ -41,13 +41,9 @@ from typing import TYPE_CHECKING
 import pytest
 
 from pyspark_kafka_upgrade._domain.values.project import Project
-from pyspark_kafka_upgrade.testing._class_archive import ClassArchive, spark_class_archive
+from pyspark_kafka_upgrade.testing._class_archive import ClassArchive, use_class_archive
 from pyspark_kafka_upgrade.testing._connector import connector_under_test, sink_under_test
-from pyspark_kafka_upgrade.testing._jvm import (
-    TEST_JVM_OPTIONS,
-    spark_options_are_ours,
-    use_test_jvm_options,
-)
+from pyspark_kafka_upgrade.testing._jvm import use_test_jvm_options
 from pyspark_kafka_upgrade.testing._kafka.backend import (
     BACKEND_ENV_VAR,
     KafkaBackend,
@@ -143,16 +139,12 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     # Before the report's lines and any test: Spark's JVMs map the class archive where the
     # run starts many of them (the integration tests' commands, one JVM each). A run of
     # unit tests starts one and is not made to wait for a build.
+    unneeded = None
     if session.config.option.collectonly:
-        archive = ClassArchive(None, "not used (no test runs)")
+        unneeded = "no test runs"
     elif not any(item.get_closest_marker("integration") for item in session.items):
-        archive = ClassArchive(None, "not used (no selected test needs Kafka)")
-    elif not spark_options_are_ours(os.environ):
-        archive = ClassArchive(None, "not used (SPARK_SUBMIT_OPTS is the environment's own)")
-    else:
-        archive = spark_class_archive(TEST_JVM_OPTIONS, os.environ)
-        use_test_jvm_options(os.environ, archive.java_options())
-    session.config.stash[_CLASS_ARCHIVE] = archive
+        unneeded = "no selected test needs Kafka"
+    session.config.stash[_CLASS_ARCHIVE] = use_class_archive(os.environ, unneeded)
 
 
 def _backend_choice(config: pytest.Config) -> BackendChoice | KafkaBackendError:

@@ -48,14 +48,19 @@ class MavenError(PipelineError):
 
 
 def cache_root(env: Mapping[str, str] | None = None) -> Path:
-    """``$JAR_CACHE_DIR``, else ``$XDG_CACHE_HOME`` (or ``~/.cache``) + a fixed name."""
+    """``$JAR_CACHE_DIR``, else the library's cache + ``jars``."""
     env = os.environ if env is None else env
     chosen = env.get(CACHE_ENV_VAR, "").strip()
     if chosen:
         return Path(chosen).expanduser()
+    return library_cache(env) / "jars"
+
+
+def library_cache(env: Mapping[str, str]) -> Path:
+    """``$XDG_CACHE_HOME`` (or ``~/.cache``) + the library's name: what it keeps per user."""
     xdg = env.get("XDG_CACHE_HOME", "").strip()
     base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
-    return base / "pyspark-kafka-upgrade" / "jars"
+    return base / "pyspark-kafka-upgrade"
 
 
 def mvn_executable(env: Mapping[str, str] | None = None) -> str | None:
