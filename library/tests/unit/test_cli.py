@@ -276,16 +276,21 @@ def test_upgrade_plan_gets_the_same_settings_wherever_set_goes(
     assert settings == _settings(ROOT)
 
 
+NO_HANDOFF: dict[str, object] = {"handoff_at_ms": None}
+
+
 @pytest.mark.parametrize(
     ("options", "expected"),
     [
         (
             [],
-            {"as_json": False, "accept_data_loss": False, "scan": True, "out": None, "plot": None},
+            {"as_json": False, "accept_data_loss": False, "scan": True, "out": None, "plot": None}
+            | NO_HANDOFF,
         ),
         (
             ["--json"],
-            {"as_json": True, "accept_data_loss": False, "scan": True, "out": None, "plot": None},
+            {"as_json": True, "accept_data_loss": False, "scan": True, "out": None, "plot": None}
+            | NO_HANDOFF,
         ),
         (
             ["--out", "upgrade.json", "--accept-data-loss", "--no-scan", "--plot", "plan.svg"],
@@ -295,7 +300,13 @@ def test_upgrade_plan_gets_the_same_settings_wherever_set_goes(
                 "scan": False,
                 "out": Path("upgrade.json"),
                 "plot": Path("plan.svg"),
-            },
+            }
+            | NO_HANDOFF,
+        ),
+        (
+            ["--handoff-at", "2025-11-22T10:50:00Z"],
+            {"as_json": False, "accept_data_loss": False, "scan": True, "out": None, "plot": None}
+            | {"handoff_at_ms": 1_763_808_600_000},
         ),
     ],
 )
@@ -310,13 +321,22 @@ def test_upgrade_plan_passes_its_options(
 @pytest.mark.parametrize(
     ("options", "expected"),
     [
-        ([], {"plan_file": None, "accept_data_loss": False, "scan": True}),
+        ([], {"plan_file": None, "accept_data_loss": False, "scan": True} | NO_HANDOFF),
         (
             ["upgrade.json"],
-            {"plan_file": Path("upgrade.json"), "accept_data_loss": False, "scan": True},
+            {"plan_file": Path("upgrade.json"), "accept_data_loss": False, "scan": True}
+            | NO_HANDOFF,
         ),
-        (["--accept-data-loss"], {"plan_file": None, "accept_data_loss": True, "scan": True}),
-        (["--no-scan"], {"plan_file": None, "accept_data_loss": False, "scan": False}),
+        (
+            ["--accept-data-loss"],
+            {"plan_file": None, "accept_data_loss": True, "scan": True} | NO_HANDOFF,
+        ),
+        (["--no-scan"], {"plan_file": None, "accept_data_loss": False, "scan": False} | NO_HANDOFF),
+        (
+            ["--handoff-at", "2025-11-22T10:50:00Z"],
+            {"plan_file": None, "accept_data_loss": False, "scan": True}
+            | {"handoff_at_ms": 1_763_808_600_000},
+        ),
     ],
 )
 def test_upgrade_apply_passes_its_options(

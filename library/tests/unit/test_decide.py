@@ -21,9 +21,11 @@ from pyspark_kafka_upgrade._core.planner.retention import (
     OffsetsOutOfRetentionError,
 )
 from pyspark_kafka_upgrade._domain.records.advice import Verdict
+from pyspark_kafka_upgrade._domain.records.handoff import Handoff
 from pyspark_kafka_upgrade._domain.records.ledger import (
     GenerationRecord,
 )
+from pyspark_kafka_upgrade._domain.records.record_errors import UpgradeError
 from pyspark_kafka_upgrade._domain.records.replay_filter import (
     ReplayFilter,
 )
@@ -184,6 +186,37 @@ def test_w_never_drops_below_the_plan_that_started_the_old_generation(tmp_path: 
     plan = fake.plan_of(world, dataclasses.replace(facts, old_plan=earlier))
     assert plan.watermark_ms == higher
     assert any("W is" in note for note in plan.notes)
+
+
+# The end of the first window after W: a handoff's C.
+NEXT_END = fake.W - fake.W % (10 * fake.MINUTE_MS) + 10 * fake.MINUTE_MS
+
+
+def test_a_handoff_plans_for_c_and_carries_the_request(tmp_path: Path) -> None:
+    world = fake.make_world(tmp_path)
+    facts = fake.facts_of(world, fake.VERSION_2)
+    boundary = NEXT_END
+    plan = fake.plan_of(world, facts, handoff_at_ms=boundary)
+    assert plan.handoff == Handoff(boundary)
+    assert plan.watermark_ms == boundary
+    assert plan.replay_filter == ReplayFilter(window_end_after_ms=boundary)
+    # Each partition from its first record in a window after C, which is C itself here.
+    assert plan.restart_offsets == fake.first_feeding_offsets(world, boundary)
+    ordinary = fake.plan_of(world, facts)
+    assert ordinary.handoff is None
+    assert plan.records_to_replay is not None and ordinary.records_to_replay is not None
+    assert plan.records_to_replay < ordinary.records_to_replay
+
+
+def test_a_handoff_refuses_a_window_change(tmp_path: Path) -> None:
+    world = fake.make_world(tmp_path)
+    facts = fake.facts_of(world, "window.duration=5 minutes")
+    with pytest.raises(UpgradeError, match="a handoff keeps the window"):
+        fake.plan_of(
+            world,
+            facts,
+            handoff_at_ms=fake.W - fake.W % (10 * fake.MINUTE_MS) + 10 * fake.MINUTE_MS,
+        )
 
 
 def test_retention_is_checked_before_any_record_is_read(tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 import support.plans as plan_documents
 from pyspark_kafka_upgrade._domain.records.advice import Advice, Change, Verdict
+from pyspark_kafka_upgrade._domain.records.handoff import Handoff, HandoffAck
 from pyspark_kafka_upgrade._domain.records.plan import (
     FORMAT_VERSION,
     PartitionRestart,
@@ -113,6 +114,15 @@ def partitions(draw: st.DrawFn) -> tuple[PartitionRestart, ...]:
     return tuple(made)
 
 
+HANDOFF = st.builds(
+    Handoff,
+    MS,
+    st.none() | st.builds(HandoffAck, st.none() | COUNT, MS, TEXT, MS),
+    st.none() | st.text(max_size=30),
+    st.none() | MS,
+)
+
+
 @st.composite
 def upgrade_plans(draw: st.DrawFn) -> UpgradePlan:
     source = draw(st.integers(min_value=1, max_value=50))
@@ -136,6 +146,7 @@ def upgrade_plans(draw: st.DrawFn) -> UpgradePlan:
         created_at_ms=draw(MS),
         applied_at_ms=draw(st.none() | MS),
         consumed_at_ms=draw(st.none() | MS),
+        handoff=draw(st.none() | HANDOFF),
     )
 
 

@@ -800,3 +800,48 @@ def _nested(flat: Mapping[PartitionKey, int]) -> dict[str, dict[str, int]]:
     for (topic, partition), offset in flat.items():
         nested.setdefault(topic, {})[str(partition)] = offset
     return nested
+
+
+# -- A handoff at C --------------------------------------------------------------------------
+
+
+def handoff_plan(boundary_ms: int, facts: list[BatchFacts] = HISTORY) -> RestartPlan:
+    return plan_restart(
+        window=TUMBLING,
+        checkpoint=checkpoint_of(facts),
+        ledger=facts,
+        initial_offsets=offsets(0, 0),
+        handoff_at_ms=boundary_ms,
+    )
+
+
+def test_a_handoff_plans_for_w_at_c_ahead_of_the_old_watermark() -> None:
+    # W is 10:30. With C at 10:40 the new generation owns the windows from [10:40, 10:50)
+    # on: T_min is 10:40, and no batch so far holds an event that late, so it starts at the
+    # old generation's current end and reads what comes, beside it.
+    plan = handoff_plan(at(40))
+    assert (plan.watermark_ms, plan.earliest_open_event_ms) == (at(40), at(40))
+    assert plan.restart_batch is None
+    assert plan.restart_offsets == offsets(360, 170)
+    assert any(note.startswith("a handoff at C = 2024-05-01T10:40:00Z") for note in plan.notes)
+
+
+def test_a_handoff_replays_from_the_first_batch_with_an_event_after_c() -> None:
+    # The last batch ran with W = 10:30 and read an event of 10:41, in the window
+    # [10:40, 10:50) the new generation owns: it reads that batch again.
+    facts = [*HISTORY[:4], batch(4, offsets(350, 160), offsets(360, 170), at(30), (at(31), at(41)))]
+    plan = handoff_plan(at(40), facts)
+    assert plan.restart_batch == 4
+    assert plan.restart_offsets == offsets(350, 160)
+    # An ordinary upgrade at W = 10:30 would read batches 2 to 4 again.
+    assert plan_of(facts).restart_batch == 2
+
+
+@pytest.mark.parametrize(
+    ("boundary", "complaint"), [(at(45), "not the end"), (at(30), "already reached")]
+)
+def test_a_handoff_refuses_a_c_that_is_no_window_end_or_is_behind(
+    boundary: int, complaint: str
+) -> None:
+    with pytest.raises(PlanningError, match=complaint):
+        handoff_plan(boundary)

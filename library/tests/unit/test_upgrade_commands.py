@@ -282,3 +282,54 @@ def test_plan_out_with_a_plan_pending_writes_that_plan(
         json.loads(first.read_text())
     )
     assert cli(world, "upgrade", "apply", str(again)) == 0
+
+
+# -- A handoff plan: reviewed while the old generation runs, applied while it runs on -------
+
+# Two window ends after W (10:24): generation 1 reads what it has once more meanwhile.
+HANDOFF_C = fake.BASE_MS + 40 * fake.MINUTE_MS
+
+
+def handoff_file(world: fake.World, capsys: pytest.CaptureFixture[str]) -> Path:
+    path = world.root / "handoff.json"
+    at = "2025-11-22T10:40:00Z"
+    assert cli(world, "upgrade", "plan", "--handoff-at", at, "--out", str(path)) == 0
+    shown = capsys.readouterr().out
+    assert f"A handoff at C = {at}: generation 1 keeps running" in shown, shown
+    return path
+
+
+def test_a_reviewed_handoff_is_applied_while_the_old_generation_runs_on(
+    world: fake.World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = handoff_file(world, capsys)
+    # Generation 1 commits a batch meanwhile, run with W = 10:34, below C: an ordinary plan
+    # would be stale, a handoff's is not.
+    world.run_batch()
+    assert cli(world, "upgrade", "apply", str(path)) == 0
+    applied = capsys.readouterr().out
+    assert "a handoff at C = 2025-11-22T10:40:00Z" in applied, applied
+    with world.store() as store:
+        generations = store.generations(fake.PIPELINE)
+    assert [(g.generation, g.status) for g in generations] == [
+        (1, GenerationStatus.RUNNING),
+        (2, GenerationStatus.PLANNED),
+    ]
+    recorded = UpgradePlan.from_json(generations[1].plan or {})
+    assert recorded.handoff is not None and recorded.handoff.pending
+    assert recorded.watermark_ms == HANDOFF_C
+
+
+def test_a_reviewed_handoff_whose_c_the_watermark_reached_is_stale(
+    world: fake.World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = handoff_file(world, capsys)
+    for partition in range(fake.PARTITIONS):
+        world.produce(range(40, 50), partition)
+    world.run_batch()
+    world.run_batch()  # runs with the watermark of minute 49: 10:44, past C
+    before = world.snapshot()
+    assert cli(world, "upgrade", "apply", str(path)) == 2
+    line = refused(capsys)
+    assert "is stale, nothing was applied" in line and "already reached the handoff" in line, line
+    assert world.snapshot() == before

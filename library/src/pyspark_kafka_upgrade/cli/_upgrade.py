@@ -16,7 +16,11 @@ if TYPE_CHECKING:
 
 
 def check_apply(args: argparse.Namespace) -> None:
-    given = {"--accept-data-loss": args.accept_data_loss, "--no-scan": args.no_scan}
+    given = {
+        "--accept-data-loss": args.accept_data_loss,
+        "--no-scan": args.no_scan,
+        "--handoff-at": args.handoff_at is not None,
+    }
     fixed = " and ".join(option for option, on in given.items() if on)
     if args.plan is not None and fixed:
         raise UsageError(
@@ -42,11 +46,17 @@ def apply(args: argparse.Namespace, loaded: LoadedSettings) -> str:
 class _Planning(TypedDict):
     accept_data_loss: bool
     scan: bool
+    handoff_at_ms: int | None
 
 
 def _planning(args: argparse.Namespace) -> _Planning:
-    """--accept-data-loss and --no-scan, which plan and apply (without a plan file) share."""
-    return {"accept_data_loss": args.accept_data_loss, "scan": not args.no_scan}
+    """--accept-data-loss, --no-scan and --handoff-at, which plan and apply (without a plan
+    file) share."""
+    return {
+        "accept_data_loss": args.accept_data_loss,
+        "scan": not args.no_scan,
+        "handoff_at_ms": args.handoff_at,
+    }
 
 
 def show(args: argparse.Namespace, loaded: LoadedSettings) -> str:

@@ -284,9 +284,11 @@ def scanned(world: World, request: ScanRequest) -> ScanResults:
     )
 
 
-def plan_of(world: World, facts: UpgradeFacts, *, scan: bool = True) -> UpgradePlan:
+def plan_of(
+    world: World, facts: UpgradeFacts, *, scan: bool = True, handoff_at_ms: int | None = None
+) -> UpgradePlan:
     advice = advise_upgrade(facts)
-    level = batch_level(facts, accept_data_loss=False)
+    level = batch_level(facts, accept_data_loss=False, handoff_at_ms=handoff_at_ms)
     results = scanned(world, scan_request(level, facts)) if scan else None
     return decide(facts, level, advice, results)
 

@@ -95,3 +95,18 @@ def drop_written_windows(framed: DataFrame, *, window_end_after_ms: int | None) 
     if window_end_after_ms is None:
         return framed
     return framed.where(F.col(f"{WINDOW}.end") > F.timestamp_millis(F.lit(window_end_after_ms)))
+
+
+# -- The handoff's bound: what a generation handing over at C no longer writes ------------
+
+
+def keep_windows_through(rows: DataFrame, *, through_ms: int | None) -> DataFrame:
+    """Set on a generation that hands over at C: only the windows ending at or before C.
+
+    Applied after the aggregation, to the rows about to be written, so the query restarts
+    on its own checkpoint with the state it had: windows after C stay in that state and
+    are never written; the generation after it writes them.
+    """
+    if through_ms is None:
+        return rows
+    return rows.where(F.col(WINDOW_END) <= F.timestamp_millis(F.lit(through_ms)))

@@ -30,6 +30,12 @@ from pyspark_kafka_upgrade._domain.records.signature import PipelineSignature
 from pyspark_kafka_upgrade._domain.records.store import OffsetStore
 from pyspark_kafka_upgrade._domain.values.clock import now_ms
 from pyspark_kafka_upgrade._domain.values.layout import GenerationLayout
+from pyspark_kafka_upgrade._domain.values.offsets import (
+    flatten,
+    format_offsets,
+    parse_offsets,
+    unflatten,
+)
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +73,18 @@ class GenerationStart:
 
     @property
     def quarantine_offsets(self) -> str | None:
-        return None if self.plan is None else self.plan.quarantine_starting_offsets
+        """Where the old generation's quarantine stopped: planned, or, in a handoff, where
+        the old generation stopped it when it took C."""
+        if self.plan is None:
+            return None
+        handoff = self.plan.handoff
+        planned = self.plan.quarantine_offsets
+        if handoff is not None and handoff.acknowledged is not None:
+            # Per partition the new generation reads: one the old one never read (a topic
+            # it adds) starts where the plan says.
+            stopped = flatten(parse_offsets(handoff.acknowledged.quarantine_end_offsets))
+            planned = {key: stopped.get(key, offset) for key, offset in planned.items()}
+        return format_offsets(unflatten(planned))
 
     @property
     def replay_after_ms(self) -> int | None:

@@ -20,6 +20,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from pyspark_kafka_upgrade._adapters.kafka.connector import read_kafka_stream
 from pyspark_kafka_upgrade._adapters.sink.opening import open_sink
+from pyspark_kafka_upgrade._adapters.spark.aggregation import keep_windows_through
 from pyspark_kafka_upgrade._adapters.spark.listener import BatchMetricNames
 from pyspark_kafka_upgrade._application.run.bookkeeping import GenerationStart
 from pyspark_kafka_upgrade._core.query import columns
@@ -28,6 +29,7 @@ from pyspark_kafka_upgrade._core.settings import Settings
 from pyspark_kafka_upgrade._domain.errors import ConfigError
 from pyspark_kafka_upgrade._domain.records.replay_filter import ReplayFilter
 from pyspark_kafka_upgrade._domain.records.sink import Sink, Trigger
+from pyspark_kafka_upgrade._domain.values.clock import iso_utc
 from pyspark_kafka_upgrade._domain.values.layout import GenerationLayout
 
 AGGREGATES_QUERY = "aggregates"
@@ -105,6 +107,13 @@ def recipe_of(settings: Settings, start: GenerationStart) -> Recipe:
 _REPLAY_NOTE = "  rate limit  off for the replay batch, which runs on its own; on again after it"
 
 
+def _bounded_note(boundary_ms: int) -> str:
+    return (
+        f"  handoff     writes the windows ending at or before C = {iso_utc(boundary_ms)}, "
+        "then stops; the next generation writes the rest"
+    )
+
+
 def run_phases(
     spark: SparkSession,
     settings: Settings,
@@ -113,8 +122,13 @@ def run_phases(
     *,
     available_now: bool,
     replaying: bool,
+    bounded_to_ms: int | None = None,
 ) -> list[Phase]:
-    """The phases of a run: the replay batch alone when it must be, then both queries."""
+    """The phases of a run: the replay batch alone when it must be, then both queries.
+
+    ``bounded_to_ms``: C of a handoff the generation took. It writes only the windows ending
+    at or before C, and its quarantine has stopped for good (the new generation's goes on).
+    """
     recipe = recipe_of(settings, start)
     query = settings.project.query_module()
     trigger = Trigger(interval=settings.sink.trigger_interval, available_now=available_now)
@@ -137,6 +151,9 @@ def run_phases(
     frame = windowed_aggregates(query, raw, recipe)
     generation = layout.generation
     aggregates = QuerySpec(AGGREGATES_QUERY, frame, output, generation, layout.checkpoint, trigger)
+    if bounded_to_ms is not None:
+        bounded = keep_windows_through(frame, through_ms=bounded_to_ms)
+        return [Phase((replace(aggregates, frame=bounded),), note=_bounded_note(bounded_to_ms))]
     quarantine = QuerySpec(
         QUARANTINE_QUERY,
         query.malformed_records(raw_quarantine, recipe),

@@ -29,7 +29,6 @@ from pyspark_kafka_upgrade._adapters.spark.session import build_spark_session
 from pyspark_kafka_upgrade._adapters.spark.spark_errors import cause
 from pyspark_kafka_upgrade._adapters.storage.filesystem import absolute_uri
 from pyspark_kafka_upgrade._adapters.storage.run_lock import RunLock
-from pyspark_kafka_upgrade._application.generation.generations import current_generation, current_of
 from pyspark_kafka_upgrade._application.generation.signature import derive_signature
 from pyspark_kafka_upgrade._application.run.bookkeeping import (
     GenerationStart,
@@ -41,6 +40,19 @@ from pyspark_kafka_upgrade._application.run.bookkeeping import (
     refuse_uncarried,
     refuse_without_history,
     wait_for_ledger,
+)
+from pyspark_kafka_upgrade._application.run.handoff import (
+    HANDED_OVER,
+    HANDOFF_REQUESTED,
+    HANDOFF_WITHDRAWN,
+    HandedOver,
+    HandoffRequested,
+    Successor,
+    complete_handoff,
+    generation_to_run,
+    successor_of,
+    take_handoff,
+    wait_for_handoff,
 )
 from pyspark_kafka_upgrade._application.run.progress import ConsoleProgress
 from pyspark_kafka_upgrade._application.run.queries import (
@@ -136,7 +148,7 @@ def _refuse_before_spark(settings: Settings) -> None:
         return
     pipeline = settings.pipeline.name
     with open_store(settings.ledger) as store:
-        generation = current_generation(store, pipeline)
+        generation = generation_to_run(store, settings)
         record = store.generation(pipeline, generation)
         if record is None or not record.signature:
             return
@@ -170,20 +182,19 @@ def _run_on(request: RunRequest, spark: SparkSession) -> RunSummary:
 @contextmanager
 def _claim(store: OffsetStore, settings: Settings) -> Iterator[_Claim]:
     pipeline = settings.pipeline.name
-    generation = current_generation(store, pipeline)
+    generation = generation_to_run(store, settings)
     refuse_without_history(store, settings, generation)
     layout = GenerationLayout(absolute_uri(settings.pipeline.root), generation)
     with RunLock(layout.run_lock, purpose="run") as run_lock:
         # An upgrade may have retired this generation between the choice and the lock.
-        known = store.generations(pipeline)
-        now_current = current_of(known)
+        now_current = generation_to_run(store, settings)
         if now_current != generation:
             raise UpgradeIncompleteError(
                 f"generation {generation} was retired while this run started (an upgrade "
                 f"applied generation {now_current}); run again to start generation "
                 f"{now_current}"
             )
-        record = next((r for r in known if r.generation == generation), None)
+        record = store.generation(pipeline, generation)
         yield _Claim(layout, record, run_lock)
 
 
@@ -192,13 +203,16 @@ def _run_generation(
 ) -> RunSummary:
     settings, layout = request.settings, claim.layout
     pipeline = settings.pipeline.name
-    start = generation_start(claim.record)
-    replaying = start.from_plan and last_committed_batch(layout.checkpoint) is None
-    phases = run_phases(
-        spark, settings, layout, start, available_now=request.available_now, replaying=replaying
-    )
+    record = wait_for_handoff(store, claim.record, echo=request.echo)
+    start = generation_start(record)
+    # A handoff this generation gives: answered now if asked while it was stopped.
+    successor = successor_of(store, pipeline, layout.generation)
+    if successor is not None and successor.plan.applied_at_ms is not None:
+        successor = _answer(request, store, layout, successor)
+    bound = _bound(successor)
+    phases = _phases(request, spark, layout, start, bound)
     signature = derive_signature(settings, layout, spark_version=spark.version)
-    carried = record_generation(store, pipeline, layout, claim.record, signature)
+    carried = record_generation(store, pipeline, layout, record, signature)
     unrecorded = mark_unrecorded_batches(store, pipeline, layout)
     ledger = LedgerListener(
         store,
@@ -213,16 +227,42 @@ def _run_generation(
     )
     for line in _banner(request, store, layout, start, phases, unrecorded, carried):
         request.echo(line)
-    supervision = Supervision(
-        stop=request.stop,
-        run_lock=claim.run_lock,
-        listeners=(ledger, console),
-        on_tick=PlanConsumption(store, pipeline, layout, start).check,
-        on_stopped=lambda: wait_for_ledger(
-            store, ledger, layout, last_committed_batch(layout.checkpoint)
-        ),
-    )
-    outcome = supervise(spark, phases, supervision)
+    while True:
+        supervision = Supervision(
+            stop=request.stop,
+            run_lock=claim.run_lock,
+            listeners=(ledger, console),
+            on_tick=PlanConsumption(store, pipeline, layout, start).check,
+            on_stopped=lambda: wait_for_ledger(
+                store, ledger, layout, last_committed_batch(layout.checkpoint)
+            ),
+            interrupt=HandoffRequested(store, pipeline, layout.generation)
+            if bound is None
+            else HandedOver(store, pipeline, layout, bound),
+        )
+        outcome = supervise(spark, phases, supervision)
+        if outcome.stopped_by == HANDOFF_REQUESTED and bound is None:
+            asked = successor_of(store, pipeline, layout.generation)
+            if asked is not None:  # else rolled back meanwhile: go on as before
+                successor = _answer(request, store, layout, asked)
+                bound = _bound(successor)
+        elif outcome.stopped_by in (HANDED_OVER, HANDOFF_WITHDRAWN) and bound is not None:
+            successor = successor_of(store, pipeline, layout.generation)
+            if successor is not None and outcome.stopped_by == HANDED_OVER:
+                complete_handoff(store, pipeline, layout.generation, successor)
+                request.echo(
+                    f"{pipeline}: generation {layout.generation} wrote every window ending at "
+                    f"or before C = {iso_utc(bound)} and is retired; generation "
+                    f"{successor.plan.to_generation} writes the windows after it"
+                )
+                break
+            request.echo(
+                "  handoff     rolled back: this generation writes the windows after C again"
+            )
+            bound = None
+        else:
+            break
+        phases = _phases(request, spark, layout, start, bound)
     committed = {
         AGGREGATES_QUERY: last_committed_batch(layout.checkpoint),
         QUARANTINE_QUERY: last_committed_batch(layout.quarantine_checkpoint),
@@ -236,6 +276,55 @@ def _run_generation(
     )
     outcome.raise_if_failed()
     return summary
+
+
+def _phases(
+    request: RunRequest,
+    spark: SparkSession,
+    layout: GenerationLayout,
+    start: GenerationStart,
+    bound: int | None,
+) -> list[Phase]:
+    replaying = start.from_plan and last_committed_batch(layout.checkpoint) is None
+    return run_phases(
+        spark,
+        request.settings,
+        layout,
+        start,
+        available_now=request.available_now,
+        replaying=replaying,
+        bounded_to_ms=bound,
+    )
+
+
+def _answer(
+    request: RunRequest, store: OffsetStore, layout: GenerationLayout, successor: Successor
+) -> Successor:
+    """Take C or refuse it, with the queries stopped, and say which."""
+    answered = take_handoff(store, layout, successor)
+    handoff = answered.handoff
+    if handoff.refused is not None:
+        request.echo(
+            f"  handoff     refused to generation {answered.plan.to_generation}: "
+            f"{handoff.refused}; this generation goes on as before"
+        )
+    elif handoff.completed_at_ms is None:
+        request.echo(
+            f"  handoff     took C = {iso_utc(handoff.boundary_ms)} for generation "
+            f"{answered.plan.to_generation}: writing the windows ending at or before it, then "
+            "stopping"
+        )
+    return answered
+
+
+def _bound(successor: Successor | None) -> int | None:
+    """C, once this generation took it and until it handed over."""
+    if successor is None:
+        return None
+    handoff = successor.handoff
+    if handoff.acknowledged is None or handoff.completed_at_ms is not None:
+        return None
+    return handoff.boundary_ms
 
 
 def _location(request: RunRequest, layout: GenerationLayout, *, quarantine: bool) -> str:

@@ -46,6 +46,8 @@ class Supervision:
     on_tick: Callable[[], None] = lambda: None
     # Called after every query stopped, while the listeners still listen.
     on_stopped: Callable[[], None] = lambda: None
+    # Polled as ``on_tick``: a reason to stop gracefully, between batches (a handoff).
+    interrupt: Callable[[], str | None] = lambda: None
 
 
 @dataclass
@@ -130,6 +132,8 @@ def _wait(queries: list[StreamingQuery], supervision: Supervision) -> str:
             return "lost run lock"
         if any(query.exception() is not None for query in queries):
             return "query failure"
+        if reason := supervision.interrupt():
+            return reason
         if not any(query.isActive for query in queries):
             return END_OF_INPUT
         queries[0].awaitTermination(_POLL_S)

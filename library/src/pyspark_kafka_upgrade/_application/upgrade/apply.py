@@ -24,6 +24,7 @@ from pyspark_kafka_upgrade._domain.records.record_errors import RollbackRefusedE
 from pyspark_kafka_upgrade._domain.records.store import OffsetStore
 from pyspark_kafka_upgrade._domain.values.clock import now_ms
 from pyspark_kafka_upgrade._domain.values.layout import GenerationLayout
+from pyspark_kafka_upgrade._domain.values.words import when
 
 APPLY_STEPS = ("record_plan", "retire_old", "check_directories", "mark_applied")
 
@@ -62,7 +63,8 @@ def apply_plan(
     old = store.generation(plan.pipeline, plan.from_generation)
     if old is None:
         raise UpgradeError(f"generation {plan.from_generation} is not in the ledger")
-    if old.status is not GenerationStatus.RETIRED:
+    # A handoff leaves it running: its own run retires it once it wrote the windows to C.
+    if old.status is not GenerationStatus.RETIRED and plan.handoff is None:
         store.set_generation_status(
             plan.pipeline, plan.from_generation, GenerationStatus.RETIRED, at_ms=now_ms()
         )
@@ -79,6 +81,8 @@ def apply_plan(
     now = now_ms()
     store.record_generation(replace(current, plan=plan.applied(now).to_json(), updated_at_ms=now))
     after_step("mark_applied")
+    if plan.handoff is not None:
+        return _handoff_applied(plan, layout, sink)
     return (
         f"generation {plan.from_generation} retired; generation {plan.to_generation} planned "
         "and applied.\n"
@@ -88,6 +92,25 @@ def apply_plan(
         + (f"  table name  {sink.table_name}\n" if sink.table_name else "")
         + f"  checkpoint  {layout.checkpoint}\n"
         "Start it with `run`."
+    )
+
+
+def _handoff_applied(plan: UpgradePlan, layout: GenerationLayout, sink: SinkSettings) -> str:
+    assert plan.handoff is not None
+    boundary = when(plan.handoff.boundary_ms)
+    return (
+        f"generation {plan.to_generation} planned and applied: a handoff at C = {boundary}.\n"
+        f"  generation {plan.from_generation} takes C between two batches in its running "
+        "`run` (or when it starts), writes every window ending at or before C, then stops and "
+        "retires itself\n"
+        f"  generation {plan.to_generation} starts at {plan.starting_offsets} and writes the "
+        "windows after C\n"
+        f"  filter      {plan.replay_filter.explain()}\n"
+        f"  output      {writes_to(plan, layout)}\n"
+        + (f"  table name  {sink.table_name}\n" if sink.table_name else "")
+        + f"  checkpoint  {layout.checkpoint}\n"
+        f"Start it with `run` of the new version, beside generation {plan.from_generation}'s: "
+        "it waits until the old one took C."
     )
 
 

@@ -24,7 +24,11 @@ from typing import TYPE_CHECKING
 from pyspark_kafka_upgrade._adapters.storage.filesystem import absolute_uri
 from pyspark_kafka_upgrade._adapters.storage.run_lock import RunLock
 from pyspark_kafka_upgrade._application.upgrade.apply import APPLY_STEPS, apply_plan, roll_back
-from pyspark_kafka_upgrade._application.upgrade.gather import gather, source_options
+from pyspark_kafka_upgrade._application.upgrade.gather import (
+    gather,
+    next_generation,
+    source_options,
+)
 from pyspark_kafka_upgrade._application.upgrade.lookup import (
     live_generation,
     open_ledger,
@@ -113,13 +117,14 @@ def make_plan(
     accept_data_loss: bool,
     scan: bool,
     progress: Progress = _stderr,
+    handoff_at_ms: int | None = None,
 ) -> UpgradePlan | Advice:
     """The plan of an upgrade from ``old``, or the advice alone when none is needed."""
     facts = gather(settings, store, old, latest=scan)
     advice = advise_upgrade(facts)
     if advice.verdict is not Verdict.NEEDS_NEW_CHECKPOINT:
         return advice
-    level = batch_level(facts, accept_data_loss=accept_data_loss)
+    level = batch_level(facts, accept_data_loss=accept_data_loss, handoff_at_ms=handoff_at_ms)
     if not scan:
         return decide(facts, level, advice, None)
     # Imported here: the scan's modules (numpy, orjson, its Kafka reader) are a tenth of a
@@ -147,9 +152,11 @@ def plan_command(
     plot: Path | None = None,
     spark: Session | None = None,
     progress: Progress = _stderr,
+    handoff_at_ms: int | None = None,
 ) -> str:
     """Say whether the change needs a new checkpoint and, if so, the plan; write it to ``out``
-    and its picture to ``plot``."""
+    and its picture to ``plot``. ``handoff_at_ms``: plan a handoff at that C, while the old
+    generation runs."""
     if plot is not None:
         _check_plot_path(plot)  # before the scans: a bad name should not cost the downtime
     with open_ledger(settings, _session(settings, spark)) as store:
@@ -167,9 +174,16 @@ def plan_command(
             if plot is not None:
                 written += "\n" + _draw_plan(store, recorded, plot)
             return f"generation {old.generation} is already planned ({state}):\n{shown}{written}"
-        refuse_if_running(settings, old, "upgrade plan")
+        if handoff_at_ms is None:
+            refuse_if_running(settings, old, "upgrade plan")
         outcome = make_plan(
-            settings, store, old, accept_data_loss=accept_data_loss, scan=scan, progress=progress
+            settings,
+            store,
+            old,
+            accept_data_loss=accept_data_loss,
+            scan=scan,
+            progress=progress,
+            handoff_at_ms=handoff_at_ms,
         )
         if isinstance(outcome, Advice):
             shown = render_advice(outcome)
@@ -227,9 +241,11 @@ def apply_command(
     spark: Session | None = None,
     after_step: Callable[[str], None] = lambda step: None,
     progress: Progress = _stderr,
+    handoff_at_ms: int | None = None,
 ) -> str:
     """Apply ``plan_file`` exactly, or plan and apply in one step; ``after_step`` lets tests
-    crash the command between steps."""
+    crash the command between steps. ``handoff_at_ms``: plan and apply a handoff at that C,
+    while the old generation runs (its run takes C)."""
     with open_ledger(settings, _session(settings, spark)) as store:
         if plan_file is not None:
             return _apply_reviewed(settings, store, plan_file, after_step)
@@ -245,7 +261,10 @@ def apply_command(
                 )
             with RunLock(_lock_of(settings, recorded.from_generation), purpose="upgrade apply"):
                 return apply_plan(store, recorded, sink=settings.sink, after_step=after_step)
-        with RunLock(_lock_of(settings, live.generation), purpose="upgrade apply"):
+        # A handoff leaves the old generation running: the new one's lock keeps its own run
+        # from starting half way through.
+        locked = live.generation if handoff_at_ms is None else next_generation(store, live.pipeline)
+        with RunLock(_lock_of(settings, locked), purpose="upgrade apply"):
             outcome = make_plan(
                 settings,
                 store,
@@ -253,6 +272,7 @@ def apply_command(
                 accept_data_loss=accept_data_loss,
                 scan=scan,
                 progress=progress,
+                handoff_at_ms=handoff_at_ms,
             )
             if isinstance(outcome, Advice):
                 return "Nothing to apply. " + " ".join(outcome.sentences())
@@ -275,7 +295,10 @@ def _apply_reviewed(
         raise StalePlanError(
             f"{plan_file} is stale: generation {plan.from_generation} is not in the ledger"
         )
-    with RunLock(_lock_of(settings, plan.from_generation), purpose="upgrade apply"):
+    # A handoff leaves the old generation running, its lock held: the new one's keeps its
+    # own run from starting half way through.
+    locked = plan.from_generation if plan.handoff is None else plan.to_generation
+    with RunLock(_lock_of(settings, locked), purpose="upgrade apply"):
         # Under the lock, so that no other apply or run of the old generation moves
         # anything between these checks and the steps.
         resumed = _recorded_already(store, plan, plan_file)
@@ -293,7 +316,9 @@ def _apply_reviewed(
             # W and the replay filter as the facts give them now: the old generation's own
             # plan raises W, and a sink ahead of its checkpoint is refused here too.
             try:
-                moved = level_moved(plan, batch_level(facts, accept_data_loss=True))
+                boundary = None if plan.handoff is None else plan.handoff.boundary_ms
+                level = batch_level(facts, accept_data_loss=True, handoff_at_ms=boundary)
+                moved = level_moved(plan, level)
             except PipelineError as error:
                 moved = [str(error)]
         if moved:

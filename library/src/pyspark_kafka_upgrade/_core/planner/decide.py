@@ -24,6 +24,7 @@ from pyspark_kafka_upgrade._core.planner.retention import check_retention
 from pyspark_kafka_upgrade._core.planner.tightening import apply_scans, replay_ranges
 from pyspark_kafka_upgrade._domain.records.advice import Advice
 from pyspark_kafka_upgrade._domain.records.facts import UpgradeFacts
+from pyspark_kafka_upgrade._domain.records.handoff import Handoff
 from pyspark_kafka_upgrade._domain.records.history import EARLIEST, FlatOffsets
 from pyspark_kafka_upgrade._domain.records.plan import PartitionRestart, ReplayScan, UpgradePlan
 from pyspark_kafka_upgrade._domain.records.record_errors import TableMovedError, UpgradeError
@@ -47,6 +48,7 @@ class BatchLevel:
     restart: RestartPlan
     replay_filter: ReplayFilter
     late_before_event_ms: int | None  # in the new generation's window spec
+    handoff: Handoff | None = None  # requested, for the plan to carry
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,11 +77,21 @@ def advise_upgrade(facts: UpgradeFacts) -> Advice:
     return advise(facts.old_signature, facts.signature.to_json())
 
 
-def batch_level(facts: UpgradeFacts, *, accept_data_loss: bool) -> BatchLevel:
-    """Where each partition restarts by the ledger's and checkpoint's facts alone."""
+def batch_level(
+    facts: UpgradeFacts, *, accept_data_loss: bool, handoff_at_ms: int | None = None
+) -> BatchLevel:
+    """Where each partition restarts by the ledger's and checkpoint's facts alone; for a
+    handoff at ``handoff_at_ms`` (C), as if the old generation stopped at W = C."""
     refuse_moved_table(facts)
     _refuse_sink_ahead(facts)
     old_window = _old_window(facts)
+    new_grid = (facts.signature.window.duration_ms, facts.signature.window.slide_ms)
+    if handoff_at_ms is not None and (old_window.duration_ms, old_window.slide_ms) != new_grid:
+        raise UpgradeError(
+            "a handoff keeps the window: both generations write windows of one grid, split "
+            "at C. This upgrade changes the window; make an ordinary plan (without "
+            "--handoff-at)"
+        )
     carried = None if facts.old_plan is None else facts.old_plan.replay_filter
     restart = plan_restart(
         window=old_window,
@@ -89,12 +101,14 @@ def batch_level(facts: UpgradeFacts, *, accept_data_loss: bool) -> BatchLevel:
         initial_offsets=facts.initial_offsets,
         max_watermark_delay_ms=max_watermark_delay_ms(facts.old_signature),
         written_through_ms=None if carried is None else carried.window_end_after_ms,
+        handoff_at_ms=handoff_at_ms,
     )
     restart = check_retention(restart, facts.broker.earliest, accept_data_loss=accept_data_loss)
     new_window = facts.signature.window
     replay_filter = ReplayFilter.for_upgrade(restart.watermark_ms, old_window, new_window, carried)
     late_before, _ = late_threshold(replay_filter, new_window)
-    return BatchLevel(restart, replay_filter, late_before)
+    handoff = None if handoff_at_ms is None else Handoff(handoff_at_ms)
+    return BatchLevel(restart, replay_filter, late_before, handoff)
 
 
 def scan_request(level: BatchLevel, facts: UpgradeFacts) -> ScanRequest:
@@ -172,6 +186,7 @@ def decide(
         to_signature=facts.new_signature,
         parser_digest=facts.parser_digest,
         created_at_ms=facts.now_ms,
+        handoff=level.handoff,
     )
 
 

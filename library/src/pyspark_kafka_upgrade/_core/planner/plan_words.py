@@ -76,7 +76,19 @@ def render_plan(plan: UpgradePlan) -> str:
         f"Generation {plan.to_generation} will start at {where} with the replay filter "
         f"{plan.replay_filter.explain()}, writing to {writes_to(plan, layout)}.",
     ]
+    if plan.handoff is not None:
+        lines.append(_handoff_sentence(plan))
     return "\n".join(lines)
+
+
+def _handoff_sentence(plan: UpgradePlan) -> str:
+    assert plan.handoff is not None
+    return (
+        f"A handoff at C = {when(plan.handoff.boundary_ms)}: generation {plan.from_generation} "
+        "keeps running, takes C between two batches, writes every window ending at or before "
+        f"it and then stops by itself; generation {plan.to_generation} starts beside it and "
+        "writes the windows after C. The output does not pause."
+    )
 
 
 def _reasoning(plan: UpgradePlan) -> list[str]:

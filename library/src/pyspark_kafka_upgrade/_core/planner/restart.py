@@ -42,6 +42,7 @@ from pyspark_kafka_upgrade._core.planner.old_batches import (
     start_offsets,
     watermark_and_end,
 )
+from pyspark_kafka_upgrade._domain.records.handoff import check_boundary
 from pyspark_kafka_upgrade._domain.records.history import (
     EARLIEST,
     BatchFacts,
@@ -82,6 +83,7 @@ def plan_restart(
     initial_offsets: FlatOffsets | None = None,
     max_watermark_delay_ms: int | None = None,
     written_through_ms: int | None = None,
+    handoff_at_ms: int | None = None,
 ) -> RestartPlan:
     """Plan the restart of a new generation after the old one's last committed batch.
 
@@ -100,6 +102,10 @@ def plan_restart(
     stopped early (its watermark still at its replay batch's, or a longer delay) must not
     make the next one write those windows again.
 
+    ``handoff_at_ms`` is C of a handoff: the old generation goes on and writes every window
+    ending at or before C, so W is C. It must be a window end the old watermark has not
+    reached (``handoff.check_boundary``).
+
     One pass over the batches: linear in their number (and in partitions per batch).
     """
     batches = OldBatches.of(checkpoint, ledger, frozenset(gap_batch_ids))
@@ -107,6 +113,7 @@ def plan_restart(
     notes: list[str] = []
     watermark, final_end = watermark_and_end(batches, notes)
     watermark = _carried_watermark(watermark, written_through_ms, notes)
+    watermark = _handoff_watermark(watermark, handoff_at_ms, window, notes)
     t_min = earliest_open_event_ms(watermark, window)
     delay = max(window.watermark_delay_ms, max_watermark_delay_ms or 0)
     initial = {key: offset for key, offset in (initial_offsets or {}).items() if offset >= 0}
@@ -227,6 +234,21 @@ def _carried_watermark(watermark: int, written_through_ms: int | None, notes: li
         f"W is {when(written_through_ms)}"
     )
     return written_through_ms
+
+
+def _handoff_watermark(
+    watermark: int, handoff_at_ms: int | None, window: WindowSpec, notes: list[str]
+) -> int:
+    """W of a handoff: C, ahead of the old generation's watermark."""
+    if handoff_at_ms is None:
+        return watermark
+    check_boundary(handoff_at_ms, window, watermark)
+    notes.append(
+        f"a handoff at C = {when(handoff_at_ms)}: the old generation's watermark is "
+        f"{watermark_text(watermark)}, and it goes on writing every window ending at or "
+        f"before C beside the new one: W is C"
+    )
+    return handoff_at_ms
 
 
 def _classify_unknown(batch_id: int, batches: OldBatches, unknown: _UnknownBatches) -> str:

@@ -49,7 +49,8 @@ def what_moved(plan: UpgradePlan, facts: UpgradeFacts) -> list[str]:
             "malformed, and so where the replay starts, may differ"
         )
     moved += _partitions_moved(plan, facts)
-    moved += _quarantine_moved(plan, facts)
+    if plan.handoff is None:
+        moved += _quarantine_moved(plan, facts)
     if facts.next_generation != plan.to_generation:
         moved.append(
             f"generation {plan.to_generation} was taken by another plan since; the next "
@@ -79,14 +80,17 @@ def _old_generation_moved(plan: UpgradePlan, facts: UpgradeFacts) -> list[str]:
     last = facts.checkpoint.last_committed_batch
     sink = facts.sink_last_batch
     recorded = facts.old_signature_digest
+    # In a handoff the old generation runs on by design: C still ahead of its watermark is
+    # ``level_moved``'s check, and its quarantine stops where it is when it takes C.
+    running = plan.handoff is not None
     return _those_moved(
         (
-            last != plan.last_committed_batch,
+            not running and last != plan.last_committed_batch,
             f"generation {generation} committed up to batch {last} since the plan, which was "
             f"made after batch {plan.last_committed_batch}",
         ),
         (
-            sink is not None and sink > plan.last_committed_batch,
+            not running and sink is not None and sink > plan.last_committed_batch,
             f"generation {generation}'s output holds batch {sink}, which the plan's checkpoint "
             "never committed: a run was killed mid-commit since the plan",
         ),

@@ -14,6 +14,7 @@ from dataclasses import dataclass, fields, replace
 from typing import Self
 
 from pyspark_kafka_upgrade._domain.records.advice import Advice
+from pyspark_kafka_upgrade._domain.records.handoff import Handoff
 from pyspark_kafka_upgrade._domain.records.per_partition import known_total
 from pyspark_kafka_upgrade._domain.records.record_errors import (
     PlanFormatError,
@@ -228,6 +229,8 @@ class UpgradePlan(JsonRecord):
         "created_at_ms",
         "applied_at_ms",
         "consumed_at_ms",
+        # Added within format version 1: a plan without it is an ordinary upgrade.
+        Field("handoff", absent=None),
         what=WHAT,
         error=PlanFormatError,
     )
@@ -256,6 +259,9 @@ class UpgradePlan(JsonRecord):
     created_at_ms: int
     applied_at_ms: int | None = None
     consumed_at_ms: int | None = None  # set by `run` after the new generation's first commit
+    # A handoff at C (W is C): the old generation runs on beside the new one and writes the
+    # windows through C. None: an ordinary upgrade, the old generation stopped at W.
+    handoff: Handoff | None = None
     format_version: int = FORMAT_VERSION
 
     def __post_init__(self) -> None:
@@ -320,8 +326,10 @@ class UpgradePlan(JsonRecord):
         return replace(self, consumed_at_ms=at_ms)
 
     def as_reviewed(self) -> UpgradePlan:
-        """This plan as ``plan --out`` wrote it: before apply and run stamped it."""
-        return replace(self, applied_at_ms=None, consumed_at_ms=None)
+        """This plan as ``plan --out`` wrote it: before apply and run stamped it, and before
+        the old generation answered its handoff."""
+        handoff = None if self.handoff is None else Handoff(self.handoff.boundary_ms)
+        return replace(self, applied_at_ms=None, consumed_at_ms=None, handoff=handoff)
 
     @classmethod
     def from_json(cls, data: object) -> Self:
