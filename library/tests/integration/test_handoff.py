@@ -135,3 +135,76 @@ def test_a_handoff_writes_every_window_once_by_its_owner(
         from_ms=at(0) - GRID.size_ms,
     )
     comparison.check()
+
+
+def test_a_handoff_answered_after_the_watermark_passed_c_is_refused(
+    spark: SparkSession, kafka_backend: testing.KafkaBackend, tmp_path: Path
+) -> None:
+    """The negative control: generation 1's driver is held (SIGSTOP) from the apply until its
+    JVM committed a batch with the watermark past C; then it must refuse, go on writing every
+    window itself, and generation 2 must refuse to start, in one line."""
+    bootstrap = kafka_backend.bootstrap_servers
+    topic = testing.unique_topic("handoff-late")
+    testing.create_topic(bootstrap, topic, 2)
+    records = pipelines.page_views(ARTICLES, [at(i) for i in range(72)], partitions=2)
+    log = oracle.EventLog(bootstrap)
+    log.produce(topic, records[:40])
+    overrides = pipelines.pipeline_overrides(
+        tmp_path, bootstrap, topic, "pipeline.state_partitions=1"
+    )
+    version_1 = load_settings(PROJECT, env={}, overrides=overrides).settings
+    version_2 = load_settings(PROJECT, env={}, overrides=[*overrides, VERSION_2]).settings
+    old = GenerationLayout(str(tmp_path / "pipeline"), 1)
+    boundary = at(50)
+
+    run_1 = [*(f"--set={o}" for o in overrides), "run", "--master=local[1]"]
+    with driver_process.started(run_1, tmp_path) as old_run:
+        waiting.wait_until(
+            lambda: (committed_watermark(old) or 0) >= at(34) or not old_run.running,
+            timeout=TIMEOUT_S,
+            message="generation 1 never reached W = 10:34",
+        )
+        assert old_run.running, old_run.output
+        old_run.pause()  # its Python: the JVM runs batches, nobody reads the ledger
+        try:
+            apply_command(
+                version_2, accept_data_loss=False, handoff_at_ms=boundary, spark=lambda: spark
+            )
+            log.produce(topic, records[40:])
+            waiting.wait_until(
+                lambda: (committed_watermark(old) or 0) >= boundary,
+                timeout=TIMEOUT_S,
+                message="generation 1's JVM never ran a batch past C",
+            )
+        finally:
+            old_run.resume()
+        waiting.wait_until(
+            lambda: (h := handoff_of(version_1, spark)) is not None and not h.pending,
+            timeout=TIMEOUT_S,
+            message="generation 1's run never answered the handoff",
+        )
+        answered = handoff_of(version_1, spark)
+        assert answered is not None and answered.acknowledged is None
+        assert answered.refused is not None and "had reached C" in answered.refused
+        # Generation 2 refuses in one line, exit code 3, and writes nothing.
+        run_2 = [*(f"--set={o}" for o in [*overrides, VERSION_2]), "run", "--master=local[1]"]
+        with driver_process.started(run_2, tmp_path) as new_run:
+            assert new_run.wait(TIMEOUT_S) == 3, new_run.output
+        assert "refused the handoff to generation 2" in new_run.output, new_run.output
+        assert "Traceback" not in new_run.output
+        # Generation 1 goes on unbounded: it writes [10:50, 11:00) itself (W reaches 11:06).
+        waiting.wait_until(
+            lambda: (committed_watermark(old) or 0) >= at(66) or not old_run.running,
+            timeout=TIMEOUT_S,
+            message="generation 1 stopped writing after it refused",
+        )
+        assert old_run.running, old_run.output
+
+    comparison = oracle.Comparison(
+        oracle.expected_counts(log.events, GRID, written_through_ms=committed_watermark(old) or 0),
+        {"generation 1": oracle.written_rows(spark, old.output)},
+        log.events,
+        GRID,
+    )
+    comparison.check()
+    assert oracle.written_rows(spark, GenerationLayout(str(tmp_path / "pipeline"), 2).output) == []

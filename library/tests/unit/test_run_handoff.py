@@ -78,6 +78,10 @@ def test_a_watermark_that_reached_c_meanwhile_is_refused(tmp_path: Path) -> None
     assert answered.refused is not None and "batch 5" in answered.refused
     with world.store() as store, pytest.raises(handoff.HandoffWaitError, match="refused"):
         handoff.wait_for_handoff(store, store.generation(fake.PIPELINE, 2), echo=print)
+    # Refused, generation 1 goes on as before: a restart of its code resumes it.
+    with world.store() as store:
+        assert handoff.generation_to_run(store, world.settings()) == 1
+        assert handoff.generation_to_run(store, world.settings(fake.VERSION_2)) == 2
 
 
 def test_handed_over_once_a_committed_batch_ran_at_c(tmp_path: Path) -> None:

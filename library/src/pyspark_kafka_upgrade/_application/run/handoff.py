@@ -21,11 +21,11 @@ from pyspark_kafka_upgrade._application.generation.signature import derive_signa
 from pyspark_kafka_upgrade._core.formats.format_errors import CheckpointError
 from pyspark_kafka_upgrade._core.planner.advisor import advise
 from pyspark_kafka_upgrade._core.settings import Settings
-from pyspark_kafka_upgrade._domain.errors import PipelineError
 from pyspark_kafka_upgrade._domain.records.advice import Verdict
 from pyspark_kafka_upgrade._domain.records.handoff import Handoff, handed_over
 from pyspark_kafka_upgrade._domain.records.ledger import GenerationRecord, GenerationStatus
 from pyspark_kafka_upgrade._domain.records.plan import UpgradePlan
+from pyspark_kafka_upgrade._domain.records.record_errors import UpgradeError
 from pyspark_kafka_upgrade._domain.records.store import OffsetStore
 from pyspark_kafka_upgrade._domain.values.clock import iso_utc, now_ms
 from pyspark_kafka_upgrade._domain.values.layout import GenerationLayout
@@ -66,7 +66,8 @@ def generation_to_run(store: OffsetStore, settings: Settings) -> int:
         return current
     plan = UpgradePlan.from_json(record.plan)
     handoff = plan.handoff
-    if handoff is None or handoff.refused is not None or handoff.completed_at_ms is not None:
+    # Refused, the old generation goes on as before until a rollback: still its code's.
+    if handoff is None or handoff.completed_at_ms is not None:
         return current
     old = store.generation(pipeline, plan.from_generation)
     if old is None or old.status is GenerationStatus.RETIRED or not old.signature:
@@ -105,7 +106,7 @@ def record_handoff(store: OffsetStore, successor: Successor, handoff: Handoff) -
     return Successor(record, plan)
 
 
-class HandoffWaitError(PipelineError):
+class HandoffWaitError(UpgradeError):
     """The new generation cannot start: the old one refused C, or did not answer in time."""
 
 
