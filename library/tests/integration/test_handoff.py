@@ -124,9 +124,8 @@ def test_a_handoff_writes_every_window_once_by_its_owner(
     )
     with open_store(version_1.ledger, spark=lambda: spark) as store:
         retired = store.generation(version_1.pipeline.name, 1)
+    # Handed over, said where only generation 1 writes: its own record.
     assert retired is not None and retired.status is GenerationStatus.RETIRED
-    completed = handoff_of(version_1, spark)
-    assert completed is not None and completed.completed_at_ms is not None
     verify_says(
         comparison.exact,
         comparison.report(),

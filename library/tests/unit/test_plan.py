@@ -119,7 +119,6 @@ HANDOFF = st.builds(
     MS,
     st.none() | st.builds(HandoffAck, st.none() | COUNT, MS, TEXT, MS),
     st.none() | st.text(max_size=30),
-    st.none() | MS,
 )
 
 

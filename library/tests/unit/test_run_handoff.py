@@ -11,8 +11,10 @@ import pytest
 import pyspark_kafka_upgrade._application.run.handoff as handoff
 import pyspark_kafka_upgrade.testing._fake_world as fake
 from pyspark_kafka_upgrade._application.upgrade.apply import apply_plan, roll_back
+from pyspark_kafka_upgrade._core.formats.format_errors import CheckpointError
 from pyspark_kafka_upgrade._domain.records.ledger import GenerationStatus
 from pyspark_kafka_upgrade._domain.records.plan import UpgradePlan
+from pyspark_kafka_upgrade._domain.records.record_errors import RollbackRefusedError
 
 # The end of the first window after the world's W (10:24): 10:30.
 C = fake.BASE_MS + 30 * fake.MINUTE_MS
@@ -94,9 +96,34 @@ def test_handed_over_once_a_committed_batch_ran_at_c(tmp_path: Path) -> None:
             world.produce(range(40, 50), partition)
         world.run_batch()  # minutes 40-49, run with the watermark of minute 39: 10:34 >= C
         assert done() == handoff.HANDED_OVER
-        handoff.complete_handoff(store, fake.PIPELINE, 1, successor(world))
+        handoff.complete_handoff(store, fake.PIPELINE, 1)
         assert store.generation(fake.PIPELINE, 1).status is GenerationStatus.RETIRED  # type: ignore[union-attr]
-        assert successor(world).handoff.completed_at_ms is not None
+
+
+def test_a_checkpoint_that_cannot_be_read_is_never_taken_for_no_batch(tmp_path: Path) -> None:
+    world, _ = handing_over(tmp_path)
+    (Path(world.layout.checkpoint) / "offsets" / "3").write_text("v1\n{not json")
+    with world.store() as store, pytest.raises(CheckpointError):
+        handoff.take_handoff(store, world.layout, successor(world))
+    assert successor(world).handoff.pending
+
+
+def test_a_rollback_is_refused_once_the_old_generation_ran_past_c(tmp_path: Path) -> None:
+    world, _ = handing_over(tmp_path)
+    with world.store() as store:
+        handoff.take_handoff(store, world.layout, successor(world))
+    for partition in range(fake.PARTITIONS):
+        world.produce(range(40, 50), partition)
+    world.run_batch()
+    world.run_batch()  # bounded, with W = 10:44: [10:30, 10:40) left its state unwritten
+    with world.store() as store:
+        live = store.generation(fake.PIPELINE, 2)
+        assert live is not None
+        with pytest.raises(RollbackRefusedError, match="no longer in its state"):
+            roll_back(store, live, successor(world).plan, sink=world.settings().sink)
+        handoff.complete_handoff(store, fake.PIPELINE, 1)
+        with pytest.raises(RollbackRefusedError, match="retired itself"):
+            roll_back(store, live, successor(world).plan, sink=world.settings().sink)
 
 
 def test_a_rolled_back_handoff_is_withdrawn(tmp_path: Path) -> None:
@@ -118,9 +145,12 @@ def test_each_deployment_runs_its_own_generation_during_a_handoff(tmp_path: Path
         assert handoff.generation_to_run(store, world.settings(fake.VERSION_2)) == 2
         handoff.take_handoff(store, world.layout, successor(world))
         assert handoff.generation_to_run(store, world.settings()) == 1
-        handoff.complete_handoff(store, fake.PIPELINE, 1, successor(world))
-        # Retired: the old code has nothing left to run, and is refused as before.
-        assert handoff.generation_to_run(store, world.settings()) == 2
+        handoff.complete_handoff(store, fake.PIPELINE, 1)
+        # Retired: the old code has nothing left to run, and says so (a supervisor
+        # restarting its deployment would loop on a refusal that says "upgrade plan").
+        with pytest.raises(handoff.HandoffWaitError, match="Stop its deployment"):
+            handoff.generation_to_run(store, world.settings())
+        assert handoff.generation_to_run(store, world.settings(fake.VERSION_2)) == 2
 
 
 def test_the_new_generation_waits_for_the_answer_with_a_deadline(tmp_path: Path) -> None:

@@ -333,3 +333,19 @@ def test_a_reviewed_handoff_whose_c_the_watermark_reached_is_stale(
     line = refused(capsys)
     assert "is stale, nothing was applied" in line and "already reached the handoff" in line, line
     assert world.snapshot() == before
+
+
+def test_no_new_plan_while_a_handoff_is_under_way(
+    world: fake.World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = handoff_file(world, capsys)
+    assert cli(world, "upgrade", "apply", str(path)) == 0
+    capsys.readouterr()
+    with world.store() as store:  # its run started, beside generation 1's
+        store.set_generation_status(fake.PIPELINE, 2, GenerationStatus.RUNNING, at_ms=1)
+    before = world.snapshot()
+    third = ('aggregation.metrics={"views": "count(*)", "top": "max(user_id)"}',)
+    assert cli(world, "upgrade", "plan", settings=third) in (2, 3)
+    line = refused(capsys)
+    assert "generation 1 is still handing over to generation 2" in line, line
+    assert world.snapshot() == before

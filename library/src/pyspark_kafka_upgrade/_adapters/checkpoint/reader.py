@@ -161,6 +161,18 @@ def last_committed_batch(uri: str) -> int | None:
         return None  # the query failed before it wrote a checkpoint
 
 
+def newest_watermark(uri: str) -> int | None:
+    """The watermark of the newest batch the checkpoint holds, committed or only planned (a
+    table's commit may be ahead of the checkpoint's); None where no checkpoint exists yet.
+
+    Any other fault of the checkpoint is raised: a caller deciding from it must not guess.
+    """
+    if not open_location(uri).exists():
+        return None
+    state = read_checkpoint(uri)
+    return max(state.offsets.items())[1].batch_watermark_ms if state.offsets else None
+
+
 def checkpoint_facts(state: CheckpointState) -> CheckpointFacts:
     """The committed batches' retained offsets/N files, as the planner and verify read them."""
     batches = []

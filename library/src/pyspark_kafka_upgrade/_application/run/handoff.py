@@ -10,17 +10,20 @@ same record.
 
 from __future__ import annotations
 
+import logging
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from pyspark_kafka_upgrade._adapters.checkpoint.reader import CheckpointState, read_checkpoint
-from pyspark_kafka_upgrade._adapters.storage.filesystem import absolute_uri
+from pyspark_kafka_upgrade._adapters.storage.filesystem import absolute_uri, open_location
 from pyspark_kafka_upgrade._application.generation.generations import current_generation
 from pyspark_kafka_upgrade._application.generation.signature import derive_signature
 from pyspark_kafka_upgrade._core.formats.format_errors import CheckpointError
 from pyspark_kafka_upgrade._core.planner.advisor import advise
 from pyspark_kafka_upgrade._core.settings import Settings
+from pyspark_kafka_upgrade._domain.errors import PipelineError
 from pyspark_kafka_upgrade._domain.records.advice import Verdict
 from pyspark_kafka_upgrade._domain.records.handoff import Handoff, handed_over
 from pyspark_kafka_upgrade._domain.records.ledger import GenerationRecord, GenerationStatus
@@ -30,6 +33,8 @@ from pyspark_kafka_upgrade._domain.records.store import OffsetStore
 from pyspark_kafka_upgrade._domain.values.clock import iso_utc, now_ms
 from pyspark_kafka_upgrade._domain.values.layout import GenerationLayout
 
+log = logging.getLogger(__name__)
+
 HANDOFF_REQUESTED = "handoff requested"
 HANDED_OVER = "handed over"
 HANDOFF_WITHDRAWN = "handoff rolled back"
@@ -37,6 +42,9 @@ HANDOFF_WITHDRAWN = "handoff rolled back"
 # How often a running generation looks for a request, and a bounded one at its checkpoint:
 # a ledger query or a file read, against a trigger of seconds.
 _EVERY_S = 2.0
+# A running generation lists the ledger's generations for a request: less often, since on a
+# filesystem store that is a listing and a read per generation, and an answer can wait.
+_REQUEST_EVERY_S = 5.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,17 +74,24 @@ def generation_to_run(store: OffsetStore, settings: Settings) -> int:
         return current
     plan = UpgradePlan.from_json(record.plan)
     handoff = plan.handoff
-    # Refused, the old generation goes on as before until a rollback: still its code's.
-    if handoff is None or handoff.completed_at_ms is not None:
-        return current
     old = store.generation(pipeline, plan.from_generation)
-    if old is None or old.status is GenerationStatus.RETIRED or not old.signature:
+    if handoff is None or old is None or not old.signature:
         return current
     # With the Spark installed here: an upgrade may be one of Spark itself.
     layout = GenerationLayout(absolute_uri(settings.pipeline.root), old.generation)
     signature = derive_signature(settings, layout)
-    verdict = advise(old.signature, signature.to_json()).verdict
-    return current if verdict is Verdict.NEEDS_NEW_CHECKPOINT else old.generation
+    if advise(old.signature, signature.to_json()).verdict is Verdict.NEEDS_NEW_CHECKPOINT:
+        return current
+    if old.status is GenerationStatus.RETIRED:
+        # A supervisor restarting the old deployment would loop on the signature's refusal.
+        raise HandoffWaitError(
+            f"generation {old.generation} handed over to generation {current} at C = "
+            f"{iso_utc(handoff.boundary_ms)} and is retired: this version of the pipeline has "
+            "nothing left to run. Stop its deployment; the new version runs generation "
+            f"{current}"
+        )
+    # Refused, it goes on as before until a rollback: still its code's.
+    return old.generation
 
 
 def successor_of(store: OffsetStore, pipeline: str, generation: int) -> Successor | None:
@@ -96,6 +111,8 @@ def record_handoff(store: OffsetStore, successor: Successor, handoff: Handoff) -
     """Write ``handoff`` into the successor's plan, on its record as stored now: the new
     generation's run writes that record too (its status, its signature, its plan consumed)."""
     stored = store.generation(successor.record.pipeline, successor.record.generation)
+    if stored is not None and stored.status is GenerationStatus.RETIRED:
+        return Successor(stored, successor.plan)  # rolled back meanwhile: left as it is
     record = successor.record if stored is None or stored.plan is None else stored
     plan = replace(
         successor.plan if record.plan is None else UpgradePlan.from_json(record.plan),
@@ -113,6 +130,7 @@ class HandoffWaitError(UpgradeError):
 # How long the new generation's run waits for the old one to answer. Its run answers within
 # a batch and a poll; a longer wait means it is not running.
 _ANSWER_TIMEOUT_S = 600.0
+_PROGRESS_S = 30.0
 
 
 def wait_for_handoff(
@@ -120,6 +138,7 @@ def wait_for_handoff(
     record: GenerationRecord | None,
     *,
     echo: Callable[[str], None],
+    stop: threading.Event | None = None,
     timeout_s: float = _ANSWER_TIMEOUT_S,
 ) -> GenerationRecord | None:
     """``record``, read again once the old generation took C, if its plan is a handoff: the
@@ -134,9 +153,19 @@ def wait_for_handoff(
         f"  handoff     waiting for generation {plan.from_generation} to take C = "
         f"{iso_utc(handoff.boundary_ms)} (its run answers between two batches)"
     )
-    deadline = time.monotonic() + timeout_s
+    started = time.monotonic()
+    deadline, said = started + timeout_s, started
     while time.monotonic() < deadline:
-        time.sleep(_EVERY_S / 4)
+        if stop is not None and stop.wait(_EVERY_S / 4):
+            raise HandoffWaitError(
+                f"stopped while generation {record.generation} waited for the handoff; it "
+                "has not started"
+            )
+        if stop is None:
+            time.sleep(_EVERY_S / 4)
+        if time.monotonic() - said >= _PROGRESS_S:
+            said = time.monotonic()
+            echo(f"  handoff     still waiting ({said - started:.0f} s of {timeout_s:.0f} s)")
         again = store.generation(record.pipeline, record.generation)
         if again is None or again.plan is None or again.status is GenerationStatus.RETIRED:
             raise HandoffWaitError(
@@ -168,11 +197,11 @@ class _Every:
     def __init__(self) -> None:
         self._next = 0.0
 
-    def due(self) -> bool:
+    def due(self, every_s: float | None = None) -> bool:
         now = time.monotonic()
         if now < self._next:
             return False
-        self._next = now + _EVERY_S
+        self._next = now + (_EVERY_S if every_s is None else every_s)
         return True
 
 
@@ -187,9 +216,14 @@ class HandoffRequested:
         self._every = _Every()
 
     def __call__(self) -> str | None:
-        if not self._every.due():
+        if not self._every.due(_REQUEST_EVERY_S):
             return None
-        successor = successor_of(self._store, self._pipeline, self._generation)
+        try:
+            successor = successor_of(self._store, self._pipeline, self._generation)
+        except PipelineError as error:
+            # The ledger's outage is the listener's to record; the run goes on.
+            log.warning("could not look for a handoff request in the ledger: %s", error)
+            return None
         if successor is None or successor.plan.applied_at_ms is None:
             return None
         return HANDOFF_REQUESTED if successor.handoff.pending else None
@@ -201,16 +235,12 @@ def take_handoff(store: OffsetStore, layout: GenerationLayout, successor: Succes
     a watermark below C, refused otherwise. Answered once: a later call keeps the answer."""
     if not successor.handoff.pending:
         return successor
-    aggregates = _read(layout.checkpoint)
-    offsets = {} if aggregates is None else aggregates.offsets
-    planned = max(offsets) if offsets else None
-    # Spark's watermark before any batch is 0: below any C.
-    watermark = 0 if planned is None else offsets[planned].batch_watermark_ms
-    quarantine = _read(layout.quarantine_checkpoint)
-    last = None if quarantine is None else quarantine.last_committed
-    ended = None if last is None else last.kafka_offsets
+    # A checkpoint that exists but cannot be read is raised, never taken for "no batch".
+    planned = newest_batch(layout.checkpoint)
+    watermark = 0 if planned is None else planned[1]  # Spark's watermark before any batch
+    ended = quarantine_end(layout.quarantine_checkpoint)
     answered = successor.handoff.acknowledge(
-        batch_id=planned,
+        batch_id=None if planned is None else planned[0],
         batch_watermark_ms=watermark,
         # No committed quarantine batch: the new quarantine starts where the plan says.
         quarantine_end_offsets=ended or successor.plan.quarantine_starting_offsets,
@@ -236,21 +266,42 @@ class HandedOver:
         if not self._every.due():
             return None
         layout = self._layout
-        if successor_of(self._store, self._pipeline, layout.generation) is None:
+        try:
+            withdrawn = successor_of(self._store, self._pipeline, layout.generation) is None
+        except PipelineError as error:
+            log.warning("could not read the handoff in the ledger: %s", error)
+            return None
+        if withdrawn:
             return HANDOFF_WITHDRAWN
         state = _read(layout.checkpoint)
         watermark = None if state is None else state.watermark_ms
         return HANDED_OVER if handed_over(self._boundary, watermark) else None
 
 
-def complete_handoff(
-    store: OffsetStore, pipeline: str, generation: int, successor: Successor
-) -> None:
-    """Retire the old generation, then say so in the plan; each step a no-op when done."""
-    now = now_ms()
-    store.set_generation_status(pipeline, generation, GenerationStatus.RETIRED, at_ms=now)
-    if successor.handoff.completed_at_ms is None:
-        record_handoff(store, successor, successor.handoff.complete(now))
+def complete_handoff(store: OffsetStore, pipeline: str, generation: int) -> None:
+    """Retire the old generation: what says it handed over (its own record, which only it
+    writes now; the new generation's run writes the plan's)."""
+    store.set_generation_status(pipeline, generation, GenerationStatus.RETIRED, at_ms=now_ms())
+
+
+def newest_batch(checkpoint: str) -> tuple[int, int] | None:
+    """(id, watermark) of the newest batch the checkpoint holds, committed or only planned;
+    None when no checkpoint exists yet."""
+    if not open_location(checkpoint).exists():
+        return None
+    offsets = read_checkpoint(checkpoint).offsets
+    if not offsets:
+        return None
+    batch = max(offsets)
+    return batch, offsets[batch].batch_watermark_ms
+
+
+def quarantine_end(checkpoint: str) -> str | None:
+    """Where the quarantine's last committed batch ended; None when it committed none."""
+    if not open_location(checkpoint).exists():
+        return None
+    last = read_checkpoint(checkpoint).last_committed
+    return None if last is None else last.kafka_offsets
 
 
 def _read(checkpoint: str) -> CheckpointState | None:

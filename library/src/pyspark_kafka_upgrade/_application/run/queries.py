@@ -148,12 +148,14 @@ def run_phases(
         starting_offsets=start.quarantine_offsets,
         initial_offsets_location=layout.quarantine_initial_offsets,
     )
-    frame = windowed_aggregates(query, raw, recipe)
+    bounded = bounded_to_ms is not None
+
+    def written(frame: DataFrame) -> DataFrame:
+        return keep_windows_through(frame, through_ms=bounded_to_ms) if bounded else frame
+
+    frame = written(windowed_aggregates(query, raw, recipe))
     generation = layout.generation
     aggregates = QuerySpec(AGGREGATES_QUERY, frame, output, generation, layout.checkpoint, trigger)
-    if bounded_to_ms is not None:
-        bounded = keep_windows_through(frame, through_ms=bounded_to_ms)
-        return [Phase((replace(aggregates, frame=bounded),), note=_bounded_note(bounded_to_ms))]
     quarantine = QuerySpec(
         QUARANTINE_QUERY,
         query.malformed_records(raw_quarantine, recipe),
@@ -162,7 +164,11 @@ def run_phases(
         layout.quarantine_checkpoint,
         trigger,
     )
-    steady = Phase((aggregates, quarantine))
+    steady = (
+        Phase((aggregates,), note=_bounded_note(bounded_to_ms))
+        if bounded_to_ms is not None
+        else Phase((aggregates, quarantine))
+    )
     if not (replaying and kafka.max_offsets_per_trigger):
         return [steady]
     unlimited = read_kafka_stream(
@@ -173,7 +179,7 @@ def run_phases(
     )
     replay = replace(
         aggregates,
-        frame=windowed_aggregates(query, unlimited, recipe),
+        frame=written(windowed_aggregates(query, unlimited, recipe)),
         trigger=replace(trigger, available_now=True),
     )
     return [Phase((replay,), note=_REPLAY_NOTE), steady]

@@ -203,7 +203,8 @@ def _run_generation(
 ) -> RunSummary:
     settings, layout = request.settings, claim.layout
     pipeline = settings.pipeline.name
-    record = wait_for_handoff(store, claim.record, echo=request.echo)
+    generation_start(claim.record)  # refuses a plan left half applied, before any wait
+    record = wait_for_handoff(store, claim.record, echo=request.echo, stop=request.stop)
     start = generation_start(record)
     # A handoff this generation gives: answered now if asked while it was stopped.
     successor = successor_of(store, pipeline, layout.generation)
@@ -249,7 +250,7 @@ def _run_generation(
         elif outcome.stopped_by in (HANDED_OVER, HANDOFF_WITHDRAWN) and bound is not None:
             successor = successor_of(store, pipeline, layout.generation)
             if successor is not None and outcome.stopped_by == HANDED_OVER:
-                complete_handoff(store, pipeline, layout.generation, successor)
+                complete_handoff(store, pipeline, layout.generation)
                 request.echo(
                     f"{pipeline}: generation {layout.generation} wrote every window ending at "
                     f"or before C = {iso_utc(bound)} and is retired; generation "
@@ -308,7 +309,7 @@ def _answer(
             f"  handoff     refused to generation {answered.plan.to_generation}: "
             f"{handoff.refused}; this generation goes on as before"
         )
-    elif handoff.completed_at_ms is None:
+    else:
         request.echo(
             f"  handoff     took C = {iso_utc(handoff.boundary_ms)} for generation "
             f"{answered.plan.to_generation}: writing the windows ending at or before it, then "
@@ -322,7 +323,7 @@ def _bound(successor: Successor | None) -> int | None:
     if successor is None:
         return None
     handoff = successor.handoff
-    if handoff.acknowledged is None or handoff.completed_at_ms is not None:
+    if handoff.acknowledged is None:
         return None
     return handoff.boundary_ms
 

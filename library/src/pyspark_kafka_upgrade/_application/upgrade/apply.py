@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
+from pyspark_kafka_upgrade._adapters.checkpoint.reader import newest_watermark
 from pyspark_kafka_upgrade._application.upgrade.lookup import check_fresh, committed_directories
 from pyspark_kafka_upgrade._core.planner.plan_words import writes_to
 from pyspark_kafka_upgrade._core.settings.sections import SinkSettings
@@ -95,6 +96,31 @@ def apply_plan(
     )
 
 
+def _refuse_handed_over(store: OffsetStore, plan: UpgradePlan) -> None:
+    """A handoff rolls back only while the old generation still holds every window after C:
+    its bound drops them on the way out, so once a batch of its ran with a watermark past
+    C, the windows between are gone from its state, written by nobody."""
+    handoff = plan.handoff
+    if handoff is None or handoff.acknowledged is None:
+        return
+    old = GenerationLayout(plan.root, plan.from_generation)
+    record = store.generation(plan.pipeline, plan.from_generation)
+    if record is not None and record.status is GenerationStatus.RETIRED:
+        raise RollbackRefusedError(
+            f"generation {plan.from_generation} handed over at C = "
+            f"{when(handoff.boundary_ms)} and retired itself: generation {plan.to_generation} "
+            "alone writes the windows after C; plan a new upgrade instead"
+        )
+    watermark = newest_watermark(old.checkpoint)
+    if watermark is not None and watermark > handoff.boundary_ms:
+        raise RollbackRefusedError(
+            f"generation {plan.from_generation} already ran a batch past C = "
+            f"{when(handoff.boundary_ms)} (watermark {when(watermark)}) bounded to C: the "
+            "windows after C that it closed are no longer in its state. Let generation "
+            f"{plan.to_generation} run, or plan a new upgrade"
+        )
+
+
 def _handoff_applied(plan: UpgradePlan, layout: GenerationLayout, sink: SinkSettings) -> str:
     assert plan.handoff is not None
     boundary = when(plan.handoff.boundary_ms)
@@ -122,6 +148,7 @@ def roll_back(
 
     The caller holds ``live``'s run lock, so no run can start writing meanwhile.
     """
+    _refuse_handed_over(store, plan)
     layout = GenerationLayout(plan.root, live.generation)
     written = committed_directories(layout, sink)
     if written:

@@ -32,6 +32,7 @@ from pyspark_kafka_upgrade._application.upgrade.gather import (
 from pyspark_kafka_upgrade._application.upgrade.lookup import (
     live_generation,
     open_ledger,
+    refuse_during_handoff,
     refuse_if_running,
 )
 from pyspark_kafka_upgrade._application.upgrade.plan_file import read_plan_file, write_plan_file
@@ -174,6 +175,7 @@ def plan_command(
             if plot is not None:
                 written += "\n" + _draw_plan(store, recorded, plot)
             return f"generation {old.generation} is already planned ({state}):\n{shown}{written}"
+        refuse_during_handoff(store, old)
         if handoff_at_ms is None:
             refuse_if_running(settings, old, "upgrade plan")
         outcome = make_plan(
@@ -259,8 +261,11 @@ def apply_command(
                     "applied: `run` starts it (or `upgrade rollback` returns to generation "
                     f"{recorded.from_generation})"
                 )
-            with RunLock(_lock_of(settings, recorded.from_generation), purpose="upgrade apply"):
+            # A handoff's old generation runs on, its lock held: the new one's instead.
+            locked = recorded.from_generation if recorded.handoff is None else live.generation
+            with RunLock(_lock_of(settings, locked), purpose="upgrade apply"):
                 return apply_plan(store, recorded, sink=settings.sink, after_step=after_step)
+        refuse_during_handoff(store, live)
         # A handoff leaves the old generation running: the new one's lock keeps its own run
         # from starting half way through.
         locked = live.generation if handoff_at_ms is None else next_generation(store, live.pipeline)
@@ -382,7 +387,10 @@ def rollback_command(settings: Settings, *, spark: Session | None = None) -> str
             )
         plan = UpgradePlan.from_json(live.plan)
         with RunLock(_lock_of(settings, live.generation), purpose="upgrade rollback"):
-            return roll_back(store, live, plan, sink=settings.sink)
+            # Read again under the lock: the old generation may have answered a handoff.
+            now = store.generation(live.pipeline, live.generation) or live
+            plan = plan if now.plan is None else UpgradePlan.from_json(now.plan)
+            return roll_back(store, now, plan, sink=settings.sink)
 
 
 def _lock_of(settings: Settings, generation: int) -> str:

@@ -20,6 +20,7 @@ from pyspark_kafka_upgrade._core.formats.format_errors import NotACheckpointErro
 from pyspark_kafka_upgrade._core.settings import Settings
 from pyspark_kafka_upgrade._core.settings.sections import SinkSettings
 from pyspark_kafka_upgrade._domain.records.ledger import GenerationRecord, GenerationStatus
+from pyspark_kafka_upgrade._domain.records.plan import UpgradePlan
 from pyspark_kafka_upgrade._domain.records.record_errors import (
     NoLedgerError,
     UnknownPipelineError,
@@ -27,6 +28,7 @@ from pyspark_kafka_upgrade._domain.records.record_errors import (
 )
 from pyspark_kafka_upgrade._domain.records.store import OffsetStore
 from pyspark_kafka_upgrade._domain.values.layout import GenerationLayout
+from pyspark_kafka_upgrade._domain.values.words import when
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -67,6 +69,27 @@ def live_generation(store: OffsetStore, pipeline: str, root: str | None = None) 
     if not live:
         raise UpgradeError(f"every generation of {pipeline!r} is retired; nothing to upgrade")
     return max(live, key=lambda g: g.generation)
+
+
+def refuse_during_handoff(store: OffsetStore, live: GenerationRecord) -> None:
+    """Refuse a new plan while ``live`` is taking over from a generation still writing its
+    windows to C: a plan from ``live`` would leave the old one's windows after its
+    watermark to nobody, or to two generations."""
+    if live.plan is None:
+        return
+    plan = UpgradePlan.from_json(live.plan)
+    handoff = plan.handoff
+    old = store.generation(live.pipeline, plan.from_generation)
+    if handoff is None or handoff.refused is not None:
+        return
+    if old is None or old.status is GenerationStatus.RETIRED:
+        return
+    raise UpgradeError(
+        f"generation {plan.from_generation} is still handing over to generation "
+        f"{live.generation} at C = {when(handoff.boundary_ms)}: plan the next upgrade once it "
+        f"has written its windows to C and retired itself, or roll the handoff back with "
+        "`upgrade rollback` while it can be"
+    )
 
 
 def _lost_ledger(root: str, causes: str, remedy: str) -> str | None:

@@ -54,7 +54,8 @@ class Handoff(JsonRecord):
     boundary_ms: int  # C: the old generation owns the windows ending at or before it
     acknowledged: HandoffAck | None = None
     refused: str | None = None  # why the old generation could not take C
-    completed_at_ms: int | None = None  # its watermark reached C and it stopped, retired
+    # Handed over is the old generation's status, retired: written by it alone, on its own
+    # record, where the new generation's run writes this one (no store compares and sets).
 
     def acknowledge(
         self,
@@ -80,9 +81,6 @@ class Handoff(JsonRecord):
             self,
             acknowledged=HandoffAck(batch_id, batch_watermark_ms, quarantine_end_offsets, at_ms),
         )
-
-    def complete(self, at_ms: int) -> Handoff:
-        return replace(self, completed_at_ms=at_ms)
 
     @property
     def pending(self) -> bool:
