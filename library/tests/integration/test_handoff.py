@@ -5,6 +5,7 @@ with every event counted (the plugin's oracle), and `verify` says so."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -52,22 +53,54 @@ def handoff_of(settings: Settings, spark: SparkSession) -> Handoff | None:
     return UpgradePlan.from_json(record.plan).handoff
 
 
-def test_a_handoff_writes_every_window_once_by_its_owner(
-    spark: SparkSession, kafka_backend: testing.KafkaBackend, tmp_path: Path
-) -> None:
+@dataclass(frozen=True)
+class Stream:
+    """One event a minute, 10:00 to 11:11, of which version 1 first sees those to 10:39
+    (its W then 10:34); the rest is produced once the handoff is applied."""
+
+    log: oracle.EventLog
+    topic: str
+    rest: list[testing.Record]
+    overrides: list[str]  # version 1's settings, as `--set` overrides
+    old: GenerationLayout
+    new: GenerationLayout
+
+    @property
+    def version_1(self) -> Settings:
+        return self.settings()
+
+    @property
+    def version_2(self) -> Settings:
+        return self.settings(VERSION_2)
+
+    def settings(self, *more: str) -> Settings:
+        return load_settings(PROJECT, env={}, overrides=[*self.overrides, *more]).settings
+
+    def run(self, *more: str) -> list[str]:
+        """The arguments of `run` of version 1, with ``more`` settings (version 2's)."""
+        return [*(f"--set={o}" for o in [*self.overrides, *more]), "run", "--master=local[1]"]
+
+
+@pytest.fixture
+def stream(kafka_backend: testing.KafkaBackend, tmp_path: Path) -> Stream:
     bootstrap = kafka_backend.bootstrap_servers
     topic = testing.unique_topic("handoff")
     testing.create_topic(bootstrap, topic, 2)
-    # One event a minute, 10:00 to 11:11; version 1 first sees those to 10:39 (W 10:34).
     records = pipelines.page_views(ARTICLES, [at(i) for i in range(72)], partitions=2)
     log = oracle.EventLog(bootstrap)
     log.produce(topic, records[:40])
     overrides = pipelines.pipeline_overrides(
         tmp_path, bootstrap, topic, "pipeline.state_partitions=1"
     )
-    version_1 = load_settings(PROJECT, env={}, overrides=overrides).settings
-    version_2 = load_settings(PROJECT, env={}, overrides=[*overrides, VERSION_2]).settings
     old, new = (GenerationLayout(str(tmp_path / "pipeline"), n) for n in (1, 2))
+    return Stream(log, topic, records[40:], overrides, old, new)
+
+
+def test_a_handoff_writes_every_window_once_by_its_owner(
+    spark: SparkSession, stream: Stream, tmp_path: Path
+) -> None:
+    log, old, new = stream.log, stream.old, stream.new
+    version_1, version_2 = stream.version_1, stream.version_2
     boundary = at(50)
 
     with background.running(version_1, spark) as old_run:
@@ -89,9 +122,8 @@ def test_a_handoff_writes_every_window_once_by_its_owner(
         assert taken is not None and taken.acknowledged is not None, taken
         assert taken.acknowledged.batch_watermark_ms < boundary
 
-        run_2 = [*(f"--set={o}" for o in [*overrides, VERSION_2]), "run", "--master=local[1]"]
-        with driver_process.started(run_2, tmp_path) as new_run:
-            log.produce(topic, records[40:])
+        with driver_process.started(stream.run(VERSION_2), tmp_path) as new_run:
+            log.produce(stream.topic, stream.rest)
             # Generation 1 stops by itself once a batch ran with its watermark at C.
             waiting.wait_until(
                 lambda: old_run.ended, timeout=TIMEOUT_S, message="generation 1 never stopped"
@@ -137,27 +169,20 @@ def test_a_handoff_writes_every_window_once_by_its_owner(
 
 
 def test_a_handoff_answered_after_the_watermark_passed_c_is_refused(
-    spark: SparkSession, kafka_backend: testing.KafkaBackend, tmp_path: Path
+    spark: SparkSession, stream: Stream, tmp_path: Path
 ) -> None:
     """The negative control: generation 1's driver is held (SIGSTOP) from the apply until its
     JVM committed a batch with the watermark past C; then it must refuse, go on writing every
     window itself, and generation 2 must refuse to start, in one line."""
-    bootstrap = kafka_backend.bootstrap_servers
-    topic = testing.unique_topic("handoff-late")
-    testing.create_topic(bootstrap, topic, 2)
-    records = pipelines.page_views(ARTICLES, [at(i) for i in range(72)], partitions=2)
-    log = oracle.EventLog(bootstrap)
-    log.produce(topic, records[:40])
-    overrides = pipelines.pipeline_overrides(
-        tmp_path, bootstrap, topic, "pipeline.state_partitions=1"
-    )
-    version_1 = load_settings(PROJECT, env={}, overrides=overrides).settings
-    version_2 = load_settings(PROJECT, env={}, overrides=[*overrides, VERSION_2]).settings
-    old = GenerationLayout(str(tmp_path / "pipeline"), 1)
+    log, old = stream.log, stream.old
+    version_1 = stream.version_1
     boundary = at(50)
 
-    run_1 = [*(f"--set={o}" for o in overrides), "run", "--master=local[1]"]
-    with driver_process.started(run_1, tmp_path) as old_run:
+    # The built-in connector, whatever the suite's: holding the driver's Python must leave
+    # the JVM running batches, and with the python connector it holds them too (seen: no
+    # batch in 240 s).
+    builtin = "kafka.connector=builtin"
+    with driver_process.started(stream.run(builtin), tmp_path) as old_run:
         waiting.wait_until(
             lambda: (committed_watermark(old) or 0) >= at(34) or not old_run.running,
             timeout=TIMEOUT_S,
@@ -167,9 +192,12 @@ def test_a_handoff_answered_after_the_watermark_passed_c_is_refused(
         old_run.pause()  # its Python: the JVM runs batches, nobody reads the ledger
         try:
             apply_command(
-                version_2, accept_data_loss=False, handoff_at_ms=boundary, spark=lambda: spark
+                stream.settings(builtin, VERSION_2),
+                accept_data_loss=False,
+                handoff_at_ms=boundary,
+                spark=lambda: spark,
             )
-            log.produce(topic, records[40:])
+            log.produce(stream.topic, stream.rest)
             waiting.wait_until(
                 lambda: (committed_watermark(old) or 0) >= boundary,
                 timeout=TIMEOUT_S,
@@ -186,8 +214,7 @@ def test_a_handoff_answered_after_the_watermark_passed_c_is_refused(
         assert answered is not None and answered.acknowledged is None
         assert answered.refused is not None and "had reached C" in answered.refused
         # Generation 2 refuses in one line, exit code 3, and writes nothing.
-        run_2 = [*(f"--set={o}" for o in [*overrides, VERSION_2]), "run", "--master=local[1]"]
-        with driver_process.started(run_2, tmp_path) as new_run:
+        with driver_process.started(stream.run(builtin, VERSION_2), tmp_path) as new_run:
             assert new_run.wait(TIMEOUT_S) == 3, new_run.output
         assert "refused the handoff to generation 2" in new_run.output, new_run.output
         assert "Traceback" not in new_run.output
@@ -206,4 +233,4 @@ def test_a_handoff_answered_after_the_watermark_passed_c_is_refused(
         GRID,
     )
     comparison.check()
-    assert oracle.written_rows(spark, GenerationLayout(str(tmp_path / "pipeline"), 2).output) == []
+    assert oracle.written_rows(spark, stream.new.output) == []
