@@ -34,6 +34,14 @@ def handing_over(tmp_path: Path, boundary_ms: int = C) -> tuple[fake.World, Upgr
     return world, plan
 
 
+def take(world: fake.World) -> handoff.Successor:
+    """Generation 1's answer, as its run gives it."""
+    with world.store() as store:
+        answered = handoff.take_handoff(store, world.layout, successor(world))
+    assert answered is not None
+    return answered
+
+
 def successor(world: fake.World) -> handoff.Successor:
     with world.store() as store:
         found = handoff.successor_of(store, fake.PIPELINE, 1)
@@ -55,16 +63,14 @@ def test_an_applied_handoff_is_asked_once_and_the_old_generation_stays_running(
 
 def test_the_old_generation_takes_c_below_its_watermark(tmp_path: Path) -> None:
     world, plan = handing_over(tmp_path)
-    with world.store() as store:
-        answered = handoff.take_handoff(store, world.layout, successor(world)).handoff
+    answered = take(world).handoff
     assert answered.acknowledged is not None
     assert answered.acknowledged.batch_id == 3
     assert answered.acknowledged.batch_watermark_ms == fake.W
     # No quarantine ran here: the new one starts where the plan says.
     assert answered.acknowledged.quarantine_end_offsets == plan.quarantine_starting_offsets
     # Answered once: asking again keeps the answer.
-    with world.store() as store:
-        assert handoff.take_handoff(store, world.layout, successor(world)).handoff == answered
+    assert take(world).handoff == answered
 
 
 def test_a_watermark_that_reached_c_meanwhile_is_refused(tmp_path: Path) -> None:
@@ -74,8 +80,7 @@ def test_a_watermark_that_reached_c_meanwhile_is_refused(tmp_path: Path) -> None
         world.produce(range(40, 50), partition)
     world.run_batch()
     world.run_batch()
-    with world.store() as store:
-        answered = handoff.take_handoff(store, world.layout, successor(world)).handoff
+    answered = take(world).handoff
     assert answered.acknowledged is None
     assert answered.refused is not None and "batch 5" in answered.refused
     with world.store() as store, pytest.raises(handoff.HandoffWaitError, match="refused"):
@@ -124,6 +129,20 @@ def test_a_rollback_is_refused_once_the_old_generation_ran_past_c(tmp_path: Path
         handoff.complete_handoff(store, fake.PIPELINE, 1)
         with pytest.raises(RollbackRefusedError, match="retired itself"):
             roll_back(store, live, successor(world).plan, sink=world.settings().sink)
+
+
+def test_a_handoff_rolled_back_before_the_answer_is_not_answered(tmp_path: Path) -> None:
+    world, plan = handing_over(tmp_path)
+    asked = successor(world)
+    with world.store() as store:
+        live = store.generation(fake.PIPELINE, 2)
+        assert live is not None
+        roll_back(store, live, plan, sink=world.settings().sink)
+        # The old run read the request before the rollback, and answers after it.
+        assert handoff.take_handoff(store, world.layout, asked) is None
+        record = store.generation(fake.PIPELINE, 2)
+    assert record is not None and record.status is GenerationStatus.RETIRED
+    assert UpgradePlan.from_json(record.plan or {}).handoff == plan.handoff
 
 
 def test_a_rolled_back_handoff_is_withdrawn(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 import pyspark_kafka_upgrade.testing._fake_world as fake
+from pyspark_kafka_upgrade._adapters.storage.run_lock import RunLock
 from pyspark_kafka_upgrade._application.upgrade.commands import (
     APPLY_STEPS,
     apply_command,
@@ -349,3 +350,21 @@ def test_no_new_plan_while_a_handoff_is_under_way(
     line = refused(capsys)
     assert "generation 1 is still handing over to generation 2" in line, line
     assert world.snapshot() == before
+
+
+def test_a_handoff_rolls_back_only_with_the_old_generation_stopped(
+    world: fake.World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = handoff_file(world, capsys)
+    assert cli(world, "upgrade", "apply", str(path)) == 0
+    capsys.readouterr()
+    # Generation 1's run holds its lock: running, it could take C or run past it meanwhile.
+    with RunLock(world.layout.run_lock, purpose="run"):
+        assert cli(world, "upgrade", "rollback") != 0
+        capsys.readouterr()
+    with world.store() as store:
+        assert store.generation(fake.PIPELINE, 2).status is GenerationStatus.PLANNED  # type: ignore[union-attr]
+    assert cli(world, "upgrade", "rollback") == 0
+    with world.store() as store:
+        assert store.generation(fake.PIPELINE, 2).status is GenerationStatus.RETIRED  # type: ignore[union-attr]
+        assert store.generation(fake.PIPELINE, 1).status is GenerationStatus.RUNNING  # type: ignore[union-attr]

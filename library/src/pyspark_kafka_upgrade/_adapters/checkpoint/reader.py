@@ -161,16 +161,19 @@ def last_committed_batch(uri: str) -> int | None:
         return None  # the query failed before it wrote a checkpoint
 
 
-def newest_watermark(uri: str) -> int | None:
-    """The watermark of the newest batch the checkpoint holds, committed or only planned (a
+def newest_batch(uri: str) -> tuple[int, int] | None:
+    """(id, watermark) of the newest batch the checkpoint holds, committed or only planned (a
     table's commit may be ahead of the checkpoint's); None where no checkpoint exists yet.
 
     Any other fault of the checkpoint is raised: a caller deciding from it must not guess.
     """
     if not open_location(uri).exists():
         return None
-    state = read_checkpoint(uri)
-    return max(state.offsets.items())[1].batch_watermark_ms if state.offsets else None
+    offsets = read_checkpoint(uri).offsets
+    if not offsets:
+        return None
+    batch = max(offsets)
+    return batch, offsets[batch].batch_watermark_ms
 
 
 def checkpoint_facts(state: CheckpointState) -> CheckpointFacts:

@@ -16,8 +16,16 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from pyspark_kafka_upgrade._adapters.checkpoint.reader import CheckpointState, read_checkpoint
-from pyspark_kafka_upgrade._adapters.storage.filesystem import absolute_uri, open_location
+from pyspark_kafka_upgrade._adapters.checkpoint.reader import (
+    CheckpointState,
+    newest_batch,
+    read_checkpoint,
+)
+from pyspark_kafka_upgrade._adapters.storage.filesystem import (
+    StorageError,
+    absolute_uri,
+    open_location,
+)
 from pyspark_kafka_upgrade._application.generation.generations import current_generation
 from pyspark_kafka_upgrade._application.generation.signature import derive_signature
 from pyspark_kafka_upgrade._core.formats.format_errors import CheckpointError
@@ -107,12 +115,13 @@ def successor_of(store: OffsetStore, pipeline: str, generation: int) -> Successo
     return None
 
 
-def record_handoff(store: OffsetStore, successor: Successor, handoff: Handoff) -> Successor:
+def record_handoff(store: OffsetStore, successor: Successor, handoff: Handoff) -> Successor | None:
     """Write ``handoff`` into the successor's plan, on its record as stored now: the new
-    generation's run writes that record too (its status, its signature, its plan consumed)."""
+    generation's run writes that record too (its status, its signature, its plan consumed).
+    None, writing nothing, when the successor was rolled back meanwhile."""
     stored = store.generation(successor.record.pipeline, successor.record.generation)
     if stored is not None and stored.status is GenerationStatus.RETIRED:
-        return Successor(stored, successor.plan)  # rolled back meanwhile: left as it is
+        return None
     record = successor.record if stored is None or stored.plan is None else stored
     plan = replace(
         successor.plan if record.plan is None else UpgradePlan.from_json(record.plan),
@@ -121,6 +130,10 @@ def record_handoff(store: OffsetStore, successor: Successor, handoff: Handoff) -
     record = replace(record, plan=plan.to_json(), updated_at_ms=now_ms())
     store.record_generation(record)
     return Successor(record, plan)
+
+
+class WaitStopped(Exception):
+    """A stop request arrived while the new generation waited: it ends, never started."""
 
 
 class HandoffWaitError(UpgradeError):
@@ -157,10 +170,7 @@ def wait_for_handoff(
     deadline, said = started + timeout_s, started
     while time.monotonic() < deadline:
         if stop is not None and stop.wait(_EVERY_S / 4):
-            raise HandoffWaitError(
-                f"stopped while generation {record.generation} waited for the handoff; it "
-                "has not started"
-            )
+            raise WaitStopped
         if stop is None:
             time.sleep(_EVERY_S / 4)
         if time.monotonic() - said >= _PROGRESS_S:
@@ -177,7 +187,8 @@ def wait_for_handoff(
     raise HandoffWaitError(
         f"generation {plan.from_generation} did not take the handoff at C = "
         f"{iso_utc(handoff.boundary_ms)} within {timeout_s:.0f} s: start its run (the old "
-        "version's `run` answers at once), or go back with `upgrade rollback`"
+        "version's `run` answers at once), or go back with `upgrade rollback` (with both "
+        "generations' runs stopped)"
     )
 
 
@@ -229,10 +240,13 @@ class HandoffRequested:
         return HANDOFF_REQUESTED if successor.handoff.pending else None
 
 
-def take_handoff(store: OffsetStore, layout: GenerationLayout, successor: Successor) -> Successor:
+def take_handoff(
+    store: OffsetStore, layout: GenerationLayout, successor: Successor
+) -> Successor | None:
     """Answer the request, with the queries stopped: acknowledged while the last batch the
     checkpoint holds (a table may have committed one the checkpoint has only planned) ran with
-    a watermark below C, refused otherwise. Answered once: a later call keeps the answer."""
+    a watermark below C, refused otherwise. Answered once: a later call keeps the answer.
+    None when the successor was rolled back meanwhile: nothing to answer."""
     if not successor.handoff.pending:
         return successor
     # A checkpoint that exists but cannot be read is raised, never taken for "no batch".
@@ -284,18 +298,6 @@ def complete_handoff(store: OffsetStore, pipeline: str, generation: int) -> None
     store.set_generation_status(pipeline, generation, GenerationStatus.RETIRED, at_ms=now_ms())
 
 
-def newest_batch(checkpoint: str) -> tuple[int, int] | None:
-    """(id, watermark) of the newest batch the checkpoint holds, committed or only planned;
-    None when no checkpoint exists yet."""
-    if not open_location(checkpoint).exists():
-        return None
-    offsets = read_checkpoint(checkpoint).offsets
-    if not offsets:
-        return None
-    batch = max(offsets)
-    return batch, offsets[batch].batch_watermark_ms
-
-
 def quarantine_end(checkpoint: str) -> str | None:
     """Where the quarantine's last committed batch ended; None when it committed none."""
     if not open_location(checkpoint).exists():
@@ -309,3 +311,7 @@ def _read(checkpoint: str) -> CheckpointState | None:
         return read_checkpoint(checkpoint)
     except CheckpointError:
         return None  # no batch yet
+    except StorageError as error:
+        # A passing fault of the storage: the next poll reads it again; the run goes on.
+        log.warning("could not read the checkpoint %s: %s", checkpoint, error)
+        return None

@@ -48,6 +48,7 @@ from pyspark_kafka_upgrade._application.run.handoff import (
     HandedOver,
     HandoffRequested,
     Successor,
+    WaitStopped,
     complete_handoff,
     generation_to_run,
     successor_of,
@@ -204,7 +205,10 @@ def _run_generation(
     settings, layout = request.settings, claim.layout
     pipeline = settings.pipeline.name
     generation_start(claim.record)  # refuses a plan left half applied, before any wait
-    record = wait_for_handoff(store, claim.record, echo=request.echo, stop=request.stop)
+    try:
+        record = wait_for_handoff(store, claim.record, echo=request.echo, stop=request.stop)
+    except WaitStopped:
+        return RunSummary(pipeline, layout.generation, stopped_by="stop request")
     start = generation_start(record)
     # A handoff this generation gives: answered now if asked while it was stopped.
     successor = successor_of(store, pipeline, layout.generation)
@@ -300,9 +304,12 @@ def _phases(
 
 def _answer(
     request: RunRequest, store: OffsetStore, layout: GenerationLayout, successor: Successor
-) -> Successor:
+) -> Successor | None:
     """Take C or refuse it, with the queries stopped, and say which."""
     answered = take_handoff(store, layout, successor)
+    if answered is None:
+        request.echo("  handoff     rolled back before it was taken: going on as before")
+        return None
     handoff = answered.handoff
     if handoff.refused is not None:
         request.echo(

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from pyspark_kafka_upgrade._adapters.checkpoint.reader import newest_watermark
+from pyspark_kafka_upgrade._adapters.checkpoint.reader import newest_batch
 from pyspark_kafka_upgrade._application.upgrade.lookup import check_fresh, committed_directories
 from pyspark_kafka_upgrade._core.planner.plan_words import writes_to
 from pyspark_kafka_upgrade._core.settings.sections import SinkSettings
@@ -111,7 +111,8 @@ def _refuse_handed_over(store: OffsetStore, plan: UpgradePlan) -> None:
             f"{when(handoff.boundary_ms)} and retired itself: generation {plan.to_generation} "
             "alone writes the windows after C; plan a new upgrade instead"
         )
-    watermark = newest_watermark(old.checkpoint)
+    newest = newest_batch(old.checkpoint)
+    watermark = None if newest is None else newest[1]
     if watermark is not None and watermark > handoff.boundary_ms:
         raise RollbackRefusedError(
             f"generation {plan.from_generation} already ran a batch past C = "

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -319,7 +320,8 @@ def _apply_reviewed(
         moved = what_moved(plan, facts)
         if not moved:
             # W and the replay filter as the facts give them now: the old generation's own
-            # plan raises W, and a sink ahead of its checkpoint is refused here too.
+            # plan raises W, and a sink ahead of its checkpoint is refused here too (not for a
+            # handoff, whose old generation commits to its table ahead of its checkpoint).
             try:
                 boundary = None if plan.handoff is None else plan.handoff.boundary_ms
                 level = batch_level(facts, accept_data_loss=True, handoff_at_ms=boundary)
@@ -386,8 +388,17 @@ def rollback_command(settings: Settings, *, spark: Session | None = None) -> str
                 "there is nothing to roll back"
             )
         plan = UpgradePlan.from_json(live.plan)
-        with RunLock(_lock_of(settings, live.generation), purpose="upgrade rollback"):
-            # Read again under the lock: the old generation may have answered a handoff.
+        with ExitStack() as locks:
+            locks.enter_context(
+                RunLock(_lock_of(settings, live.generation), purpose="upgrade rollback")
+            )
+            if plan.handoff is not None:
+                # A handoff's old generation must be stopped too: running, it may take C or
+                # run past it between these checks and the writes.
+                locks.enter_context(
+                    RunLock(_lock_of(settings, plan.from_generation), purpose="upgrade rollback")
+                )
+            # Read again under the locks: the old generation may have answered meanwhile.
             now = store.generation(live.pipeline, live.generation) or live
             plan = plan if now.plan is None else UpgradePlan.from_json(now.plan)
             return roll_back(store, now, plan, sink=settings.sink)
