@@ -22,7 +22,9 @@ C = fake.BASE_MS + 30 * fake.MINUTE_MS
 
 @pytest.fixture(autouse=True)
 def every_poll(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Every poll reads the world: an answer seen, not a throttle, makes a call return None.
     monkeypatch.setattr(handoff, "_EVERY_S", 0.0)
+    monkeypatch.setattr(handoff, "_REQUEST_EVERY_S", 0.0)
 
 
 def handing_over(tmp_path: Path, boundary_ms: int = C) -> tuple[fake.World, UpgradePlan]:

@@ -203,16 +203,16 @@ def _refuse_refused(record: GenerationRecord, plan: UpgradePlan) -> GenerationRe
 
 
 class _Every:
-    """Calls at most once per ``_EVERY_S``; in between, the last answer."""
+    """True at most once per ``period_s``; the first call is due."""
 
-    def __init__(self) -> None:
-        self._next = 0.0
+    def __init__(self, period_s: float) -> None:
+        self._period, self._next = period_s, 0.0
 
-    def due(self, every_s: float | None = None) -> bool:
+    def due(self) -> bool:
         now = time.monotonic()
         if now < self._next:
             return False
-        self._next = now + (_EVERY_S if every_s is None else every_s)
+        self._next = now + self._period
         return True
 
 
@@ -224,10 +224,10 @@ class HandoffRequested:
 
     def __init__(self, store: OffsetStore, pipeline: str, generation: int) -> None:
         self._store, self._pipeline, self._generation = store, pipeline, generation
-        self._every = _Every()
+        self._every = _Every(_REQUEST_EVERY_S)
 
     def __call__(self) -> str | None:
-        if not self._every.due(_REQUEST_EVERY_S):
+        if not self._every.due():
             return None
         try:
             successor = successor_of(self._store, self._pipeline, self._generation)
@@ -274,7 +274,7 @@ class HandedOver:
     ) -> None:
         self._store, self._pipeline, self._layout = store, pipeline, layout
         self._boundary = boundary_ms
-        self._every = _Every()
+        self._every = _Every(_EVERY_S)
 
     def __call__(self) -> str | None:
         if not self._every.due():

@@ -79,9 +79,9 @@ def refuse_during_handoff(store: OffsetStore, live: GenerationRecord) -> None:
         return
     plan = UpgradePlan.from_json(live.plan)
     handoff = plan.handoff
-    old = store.generation(live.pipeline, plan.from_generation)
     if handoff is None or handoff.refused is not None:
         return
+    old = store.generation(live.pipeline, plan.from_generation)
     if old is None or old.status is GenerationStatus.RETIRED:
         return
     raise UpgradeError(
